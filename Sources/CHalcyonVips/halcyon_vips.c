@@ -1,0 +1,345 @@
+#include "halcyon_vips.h"
+
+#include <pthread.h>
+#include <string.h>
+
+/* MARK: - Life cycle and errors */
+
+static pthread_once_t hc_once = PTHREAD_ONCE_INIT;
+static int hc_init_result = -1;
+
+static void hc_init_once(void) {
+    if (VIPS_INIT("halcyon") != 0) {
+        hc_init_result = -1;
+        return;
+    }
+    /* Halcyon caches images itself; libvips' operation cache would only hold
+     * memory and leak across requests. */
+    vips_cache_set_max(0);
+    /* Input comes from the network: refuse loaders libvips marks untrusted
+     * (ImageMagick, librsvg, OpenSlide, ...). */
+    vips_block_untrusted_set(TRUE);
+    hc_init_result = 0;
+}
+
+int hc_init(void) {
+    pthread_once(&hc_once, hc_init_once);
+    return hc_init_result;
+}
+
+char *hc_error_copy(void) { return vips_error_buffer_copy(); }
+
+void hc_unref(VipsImage *image) {
+    if (image != NULL) {
+        g_object_unref(image);
+    }
+}
+
+void hc_free(void *pointer) { g_free(pointer); }
+
+int hc_has_operation(const char *name) {
+    return vips_type_find("VipsOperation", name) != 0 ? 1 : 0;
+}
+
+/* MARK: - Loading */
+
+const char *hc_find_loader(const void *buffer, size_t length) {
+    return vips_foreign_find_load_buffer(buffer, length);
+}
+
+/* Only GIF and WebP take "n" as a frame count; other loaders reject it. */
+static int hc_loader_is_animated(const char *loader) {
+    return loader != NULL &&
+           (strstr(loader, "gifload") != NULL || strstr(loader, "webpload") != NULL);
+}
+
+static const char *hc_load_options(const void *buffer, size_t length, int all_frames) {
+    const char *loader = vips_foreign_find_load_buffer(buffer, length);
+    if (all_frames && hc_loader_is_animated(loader)) {
+        return "[n=-1,fail_on=truncated]";
+    }
+    return "[fail_on=truncated]";
+}
+
+int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage **out) {
+    const char *options = hc_load_options(buffer, length, all_frames);
+    VipsImage *image = vips_image_new_from_buffer(buffer, length, options, NULL);
+    if (image == NULL) {
+        return -1;
+    }
+    *out = image;
+    return 0;
+}
+
+int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
+                        int all_frames, VipsImage **out) {
+    const char *options = hc_load_options(buffer, length, all_frames);
+    /* option_string wants the options without brackets. */
+    char trimmed[64];
+    size_t option_length = strlen(options);
+    if (option_length < 2 || option_length - 2 >= sizeof(trimmed)) {
+        return -1;
+    }
+    memcpy(trimmed, options + 1, option_length - 2);
+    trimmed[option_length - 2] = '\0';
+    return vips_thumbnail_buffer((void *)buffer, length, out, width, "height", height, "size",
+                                 VIPS_SIZE_DOWN, "option_string", trimmed, NULL);
+}
+
+int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out) {
+    return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+}
+
+int hc_copy_memory(VipsImage *in, VipsImage **out) {
+    VipsImage *image = vips_image_copy_memory(in);
+    if (image == NULL) {
+        return -1;
+    }
+    *out = image;
+    return 0;
+}
+
+int hc_new_from_memory(const void *pixels, size_t length, int width, int height, int bands,
+                       VipsImage **out) {
+    VipsImage *raw =
+        vips_image_new_from_memory_copy(pixels, length, width, height, bands, VIPS_FORMAT_UCHAR);
+    if (raw == NULL) {
+        return -1;
+    }
+    VipsInterpretation interpretation =
+        bands >= 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W;
+    int result = vips_copy(raw, out, "interpretation", interpretation, NULL);
+    g_object_unref(raw);
+    return result;
+}
+
+void *hc_write_to_memory(VipsImage *in, size_t *length) {
+    return vips_image_write_to_memory(in, length);
+}
+
+/* MARK: - Metadata */
+
+int hc_width(const VipsImage *image) { return vips_image_get_width(image); }
+int hc_height(const VipsImage *image) { return vips_image_get_height(image); }
+int hc_bands(const VipsImage *image) { return vips_image_get_bands(image); }
+int hc_page_height(VipsImage *image) { return vips_image_get_page_height(image); }
+int hc_n_pages(VipsImage *image) { return vips_image_get_n_pages(image); }
+
+int hc_is_uchar_srgb(const VipsImage *image) {
+    int bands = vips_image_get_bands(image);
+    return vips_image_get_format(image) == VIPS_FORMAT_UCHAR &&
+           vips_image_get_interpretation(image) == VIPS_INTERPRETATION_sRGB &&
+           (bands == 3 || bands == 4);
+}
+
+int hc_delays(VipsImage *image, int *delays, int capacity) {
+    if (vips_image_get_typeof(image, "delay") == 0) {
+        return 0;
+    }
+    int *values = NULL;
+    int count = 0;
+    if (vips_image_get_array_int(image, "delay", &values, &count) != 0) {
+        vips_error_clear();
+        return 0;
+    }
+    for (int i = 0; i < count && i < capacity; i++) {
+        delays[i] = values[i];
+    }
+    return count;
+}
+
+int hc_loop(VipsImage *image) {
+    int loop = 0;
+    if (vips_image_get_typeof(image, "loop") != 0 && vips_image_get_int(image, "loop", &loop) == 0) {
+        return loop;
+    }
+    return 0;
+}
+
+int hc_with_animation(VipsImage *in, int page_height, const int *delays, int n, int loop,
+                      VipsImage **out) {
+    if (vips_copy(in, out, NULL) != 0) {
+        return -1;
+    }
+    vips_image_set_int(*out, "page-height", page_height);
+    if (n > 0) {
+        vips_image_set_array_int(*out, "delay", delays, n);
+    }
+    vips_image_set_int(*out, "loop", loop);
+    return 0;
+}
+
+/* MARK: - Operations */
+
+int hc_autorot(VipsImage *in, VipsImage **out) { return vips_autorot(in, out, NULL); }
+
+int hc_to_srgb8(VipsImage *in, VipsImage **out) {
+    if (hc_is_uchar_srgb(in)) {
+        g_object_ref(in);
+        *out = in;
+        return 0;
+    }
+    VipsImage *srgb = NULL;
+    if (vips_colourspace(in, &srgb, VIPS_INTERPRETATION_sRGB, NULL) != 0) {
+        return -1;
+    }
+    VipsImage *current = srgb;
+    if (vips_image_get_format(current) != VIPS_FORMAT_UCHAR) {
+        VipsImage *cast = NULL;
+        int result = vips_cast(current, &cast, VIPS_FORMAT_UCHAR, NULL);
+        g_object_unref(current);
+        if (result != 0) {
+            return -1;
+        }
+        current = cast;
+    }
+    int bands = vips_image_get_bands(current);
+    if (bands > 4) {
+        VipsImage *four = NULL;
+        int result = vips_extract_band(current, &four, 0, "n", 4, NULL);
+        g_object_unref(current);
+        if (result != 0) {
+            return -1;
+        }
+        current = four;
+    } else if (bands < 3) {
+        /* A colourspace that kept one or two bands: replicate the grey. */
+        VipsImage *grey = NULL;
+        VipsImage *rgb = NULL;
+        int result = vips_extract_band(current, &grey, 0, NULL);
+        if (result == 0) {
+            VipsImage *parts[3] = {grey, grey, grey};
+            result = vips_bandjoin(parts, &rgb, 3, NULL);
+            g_object_unref(grey);
+        }
+        if (result == 0 && bands == 2) {
+            VipsImage *alpha = NULL;
+            VipsImage *rgba = NULL;
+            result = vips_extract_band(current, &alpha, 1, NULL);
+            if (result == 0) {
+                result = vips_bandjoin2(rgb, alpha, &rgba, NULL);
+                g_object_unref(alpha);
+                g_object_unref(rgb);
+                rgb = rgba;
+            }
+        }
+        g_object_unref(current);
+        if (result != 0) {
+            return -1;
+        }
+        current = rgb;
+    }
+    int result = vips_copy(current, out, "interpretation", VIPS_INTERPRETATION_sRGB, NULL);
+    g_object_unref(current);
+    return result;
+}
+
+int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out) {
+    return vips_resize(in, out, hscale, "vscale", vscale, NULL);
+}
+
+int hc_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out) {
+    return vips_extract_area(in, out, left, top, width, height, NULL);
+}
+
+int hc_extract_bands(VipsImage *in, int first, int count, VipsImage **out) {
+    return vips_extract_band(in, out, first, "n", count, NULL);
+}
+
+int hc_embed(VipsImage *in, int x, int y, int width, int height, const double *background,
+             int n, VipsImage **out) {
+    VipsArrayDouble *array = vips_array_double_new(background, n);
+    int result = vips_embed(in, out, x, y, width, height, "extend", VIPS_EXTEND_BACKGROUND,
+                            "background", array, NULL);
+    vips_area_unref(VIPS_AREA(array));
+    return result;
+}
+
+int hc_gaussblur(VipsImage *in, double sigma, VipsImage **out) {
+    return vips_gaussblur(in, out, sigma, NULL);
+}
+
+int hc_linear(VipsImage *in, const double *a, const double *b, int n, int uchar,
+              VipsImage **out) {
+    return vips_linear(in, out, (double *)a, (double *)b, n, "uchar", uchar, NULL);
+}
+
+int hc_bandjoin_const(VipsImage *in, double value, VipsImage **out) {
+    return vips_bandjoin_const1(in, out, value, NULL);
+}
+
+int hc_bandjoin2(VipsImage *a, VipsImage *b, VipsImage **out) {
+    return vips_bandjoin2(a, b, out, NULL);
+}
+
+int hc_flatten(VipsImage *in, const double *background, int n, VipsImage **out) {
+    VipsArrayDouble *array = vips_array_double_new(background, n);
+    int result = vips_flatten(in, out, "background", array, NULL);
+    vips_area_unref(VIPS_AREA(array));
+    return result;
+}
+
+int hc_composite2(VipsImage *base, VipsImage *overlay, int mode, int x, int y,
+                  VipsImage **out) {
+    return vips_composite2(base, overlay, out, (VipsBlendMode)mode, "x", x, "y", y, NULL);
+}
+
+int hc_recomb3(VipsImage *in, const double *matrix, VipsImage **out) {
+    VipsImage *kernel = vips_image_new_matrix_from_array(3, 3, matrix, 9);
+    if (kernel == NULL) {
+        return -1;
+    }
+    int result = vips_recomb(in, out, kernel, NULL);
+    g_object_unref(kernel);
+    return result;
+}
+
+int hc_cast_uchar(VipsImage *in, VipsImage **out) {
+    return vips_cast(in, out, VIPS_FORMAT_UCHAR, NULL);
+}
+
+int hc_multiply(VipsImage *a, VipsImage *b, VipsImage **out) {
+    return vips_multiply(a, b, out, NULL);
+}
+
+int hc_constant_like(VipsImage *like, const double *values, int n, VipsImage **out) {
+    VipsImage *image = vips_image_new_from_image(like, values, n);
+    if (image == NULL) {
+        return -1;
+    }
+    *out = image;
+    return 0;
+}
+
+int hc_join_vertical(VipsImage **images, int n, VipsImage **out) {
+    return vips_arrayjoin(images, out, n, "across", 1, NULL);
+}
+
+/* MARK: - Saving */
+
+int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t *length) {
+    return vips_jpegsave_buffer(in, buffer, length, "Q", quality, "interlace", interlace, NULL);
+}
+
+int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, size_t *length) {
+    return vips_pngsave_buffer(in, buffer, length, "compression", compression, "interlace",
+                               interlace, NULL);
+}
+
+int hc_gifsave(VipsImage *in, void **buffer, size_t *length) {
+    return vips_gifsave_buffer(in, buffer, length, NULL);
+}
+
+int hc_webpsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length) {
+    return vips_webpsave_buffer(in, buffer, length, "Q", quality, "lossless", lossless, NULL);
+}
+
+int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length) {
+    return vips_heifsave_buffer(in, buffer, length, "Q", quality, "lossless", lossless,
+                                "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 2,
+                                NULL);
+}
+
+int hc_tiffsave(VipsImage *in, void **buffer, size_t *length) {
+    return vips_tiffsave_buffer(in, buffer, length, NULL);
+}

@@ -1,0 +1,99 @@
+/*
+ * CHalcyonVips: fixed-arity wrappers of the libvips calls Halcyon needs.
+ *
+ * Swift cannot call C variadic functions, so every libvips operation that takes
+ * optional arguments gets a wrapper here with the arguments spelled out. This
+ * is the only C in the package. Conventions:
+ *   - Every function that makes an image returns 0 on success and writes a new
+ *     reference into *out; the caller owns it and releases it with hc_unref.
+ *   - On failure the function returns -1 and libvips' error buffer holds the
+ *     reason: read it at once with hc_error_copy.
+ *   - Buffers written by the save functions are freed with hc_free.
+ */
+#ifndef HALCYON_VIPS_H
+#define HALCYON_VIPS_H
+
+#include <stddef.h>
+#include <vips/vips.h>
+
+/* MARK: - Life cycle and errors */
+
+/** Starts libvips once for the process; later calls return the first result. */
+int hc_init(void);
+/** Copies and clears libvips' error buffer; free the result with hc_free. */
+char *hc_error_copy(void);
+void hc_unref(VipsImage *image);
+void hc_free(void *pointer);
+/** 1 when libvips can save through the named operation (for example "heifsave_buffer"). */
+int hc_has_operation(const char *name);
+
+/* MARK: - Loading */
+
+/** Name of the libvips loader for the buffer, or NULL when none claims it. */
+const char *hc_find_loader(const void *buffer, size_t length);
+/** Opens a buffer lazily: only the header is read. The buffer must outlive the image. */
+int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage **out);
+/** Shrink-on-load thumbnail of a buffer to fit width x height (never upsizes). */
+int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
+                        int all_frames, VipsImage **out);
+/** Thumbnail of an image already in memory, to fit width x height (never upsizes). */
+int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
+int hc_copy_memory(VipsImage *in, VipsImage **out);
+int hc_new_from_memory(const void *pixels, size_t length, int width, int height,
+                       int bands, VipsImage **out);
+/** Writes the pixels of an 8-bit image to a new buffer; free it with hc_free. */
+void *hc_write_to_memory(VipsImage *in, size_t *length);
+
+/* MARK: - Metadata */
+
+int hc_width(const VipsImage *image);
+int hc_height(const VipsImage *image);
+int hc_bands(const VipsImage *image);
+int hc_page_height(VipsImage *image);
+int hc_n_pages(VipsImage *image);
+int hc_is_uchar_srgb(const VipsImage *image);
+/** Copies up to capacity frame delays (ms) into delays; returns how many exist. */
+int hc_delays(VipsImage *image, int *delays, int capacity);
+/** Loop count of an animation (0 = forever), or 0 when absent. */
+int hc_loop(VipsImage *image);
+/** A copy of in carrying page-height, per-frame delays (ms) and loop count. */
+int hc_with_animation(VipsImage *in, int page_height, const int *delays, int n,
+                      int loop, VipsImage **out);
+
+/* MARK: - Operations */
+
+int hc_autorot(VipsImage *in, VipsImage **out);
+int hc_to_srgb8(VipsImage *in, VipsImage **out);
+int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
+int hc_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out);
+int hc_extract_bands(VipsImage *in, int first, int count, VipsImage **out);
+int hc_embed(VipsImage *in, int x, int y, int width, int height,
+             const double *background, int n, VipsImage **out);
+int hc_gaussblur(VipsImage *in, double sigma, VipsImage **out);
+/** out = in * a + b per band; uchar = 1 rounds and clips to 8 bit. */
+int hc_linear(VipsImage *in, const double *a, const double *b, int n, int uchar,
+              VipsImage **out);
+int hc_bandjoin_const(VipsImage *in, double value, VipsImage **out);
+int hc_bandjoin2(VipsImage *a, VipsImage *b, VipsImage **out);
+int hc_flatten(VipsImage *in, const double *background, int n, VipsImage **out);
+int hc_composite2(VipsImage *base, VipsImage *overlay, int mode, int x, int y,
+                  VipsImage **out);
+/** out = 3x3 colour matrix applied to the first three bands of an RGB(A) image. */
+int hc_recomb3(VipsImage *in, const double *matrix, VipsImage **out);
+int hc_cast_uchar(VipsImage *in, VipsImage **out);
+int hc_multiply(VipsImage *a, VipsImage *b, VipsImage **out);
+/** An image the size of like with every pixel set to the n constants. */
+int hc_constant_like(VipsImage *like, const double *values, int n, VipsImage **out);
+/** Joins images top to bottom (frames of an animation). */
+int hc_join_vertical(VipsImage **images, int n, VipsImage **out);
+
+/* MARK: - Saving */
+
+int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t *length);
+int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, size_t *length);
+int hc_gifsave(VipsImage *in, void **buffer, size_t *length);
+int hc_webpsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);
+int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);
+int hc_tiffsave(VipsImage *in, void **buffer, size_t *length);
+
+#endif

@@ -1,0 +1,19 @@
+import Foundation
+
+/// Turns images into bytes for the disk cache, and bytes back into images.
+public protocol CacheSerializer: Sendable {
+    /// The bytes to store for `image`; `original` is the data it was decoded from, if known.
+    func data(with image: Image, original: Data?) throws(HalcyonError) -> Data
+    /// Decodes stored bytes, honouring the decoding options in `options`.
+    func image(with data: Data, options: HalcyonParsedOptionsInfo) throws(HalcyonError) -> Image
+    /// Whether this serializer stores the original data when it has it.
+    var originalDataUsed: Bool { get }
+}
+
+extension CacheSerializer {
+    public var originalDataUsed: Bool { false }
+
+    public func image(with data: Data, options: HalcyonParsedOptionsInfo) throws(HalcyonError) -> Image {
+        try ImageDecoder.decode(data, options: options.decodingOptions)
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+
+/// The serializer used unless another is given.
+///
+/// Stores the original bytes when the image is exactly what they decode to
+/// (or always, with `preferCacheOriginalData`); otherwise re-encodes in the
+/// image's original format at `compressionQuality`, falling back to PNG for
+/// formats Halcyon cannot write. Reading decodes with the options given.
+public struct DefaultCacheSerializer: CacheSerializer {
+    /// The shared instance with default settings.
+    public static let `default` = DefaultCacheSerializer()
+
+    /// Quality for lossy re-encoding, 0...1. Default 1.
+    public var compressionQuality: CGFloat
+    /// Store the original bytes whenever they are given, even for a processed image.
+    public var preferCacheOriginalData: Bool
+
+    /// Makes a serializer; quality 1 and re-encoding of processed images by default.
+    public init(compressionQuality: CGFloat = 1, preferCacheOriginalData: Bool = false) {
+        self.compressionQuality = compressionQuality
+        self.preferCacheOriginalData = preferCacheOriginalData
+    }
+
+    public var originalDataUsed: Bool { preferCacheOriginalData }
+
+    public func data(with image: Image, original: Data?) throws(HalcyonError) -> Data {
+        if let original, !original.isEmpty {
+            if preferCacheOriginalData || image.sourceFingerprint == DataFingerprint(original) {
+                return original
+            }
+        }
+        var format = image.originalFormat
+        if format == .unknown, let original { format = ImageFormat(sniffing: original) }
+        let encoding = ImageEncodingFormat(format, compressionQuality: Double(compressionQuality)) ?? .png()
+        return try image.encoded(as: encoding)
+    }
+}

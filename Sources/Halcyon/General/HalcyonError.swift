@@ -1,0 +1,138 @@
+import Foundation
+
+/// Every error Halcyon reports, grouped by the stage that failed.
+///
+/// The groups follow Kingfisher's `KingfisherError`: request, response, cache,
+/// processor and image setting. Each reason says what went wrong and with
+/// which input, so a log line is enough to act on. Decoding and encoding
+/// failures belong to the processor group, as decoding is the default
+/// processor's job.
+public enum HalcyonError: Error, Sendable, CustomStringConvertible {
+    /// Building or sending the request failed before any response arrived.
+    case requestError(reason: RequestErrorReason)
+    /// The response, or the data in it, was not acceptable.
+    case responseError(reason: ResponseErrorReason)
+    /// Reading from or writing to a cache failed.
+    case cacheError(reason: CacheErrorReason)
+    /// Decoding, processing or encoding an image failed.
+    case processorError(reason: ProcessorErrorReason)
+    /// Setting an image on a target, or choosing its source, failed.
+    case imageSettingError(reason: ImageSettingErrorReason)
+
+    // MARK: - Reasons
+
+    /// Why a request could not be made or was abandoned.
+    public enum RequestErrorReason: Sendable {
+        /// The request modifier returned nil for this request.
+        case emptyRequest
+        /// The URL cannot be fetched (no scheme, no host, or not http/https).
+        case invalidURL(url: URL?)
+        /// The caller cancelled the task.
+        case taskCancelled(url: URL?)
+    }
+
+    /// Why a response was refused.
+    public enum ResponseErrorReason: Sendable {
+        /// The server answered with a status code the validator rejects.
+        case invalidHTTPStatusCode(url: URL, statusCode: Int)
+        /// The transport failed (timeout, refused connection, reset...).
+        case networkError(url: URL, message: String)
+        /// The response took longer than the timeout.
+        case timedOut(url: URL, after: TimeInterval)
+        /// The body is larger than the configured limit.
+        case tooLarge(url: URL, limit: Int, received: Int)
+        /// The server sent an empty body.
+        case emptyBody(url: URL)
+        /// A delegate or data modifier refused the response or its data.
+        case rejected(url: URL, message: String)
+    }
+
+    /// Why a cache operation failed.
+    public enum CacheErrorReason: Sendable {
+        /// No image is cached under the key.
+        case imageNotExisting(key: String)
+        /// The serializer could not turn the image into data.
+        case cannotSerializeImage(key: String, message: String)
+        /// The cache directory could not be created.
+        case cannotCreateDirectory(path: String, message: String)
+        /// Writing a cache file failed.
+        case cannotWriteFile(path: String, message: String)
+        /// Reading a cache file failed.
+        case cannotReadFile(path: String, message: String)
+    }
+
+    /// Why an image could not be decoded, processed or encoded.
+    public enum ProcessorErrorReason: Sendable {
+        /// The data to decode is empty.
+        case emptyData
+        /// The data is in a format this build of libvips cannot or will not read.
+        case unsupportedFormat(ImageFormat)
+        /// The data claims a known format but cannot be decoded.
+        case corruptData(format: ImageFormat, message: String)
+        /// The image has more pixels than the decoding limit allows.
+        case tooManyPixels(width: Int, height: Int, frames: Int, limit: Int)
+        /// The animation has more frames than the decoding limit allows.
+        case tooManyFrames(count: Int, limit: Int)
+        /// Encoding to the format failed, or this libvips cannot write it.
+        case encodeFailed(format: ImageFormat, message: String)
+        /// A processing step failed; `operation` names the step or processor.
+        case processingFailed(operation: String, message: String)
+        /// A parameter of a processor is out of range.
+        case invalidParameter(processor: String, message: String)
+        /// A processor chain string could not be parsed.
+        case invalidProcessorChain(chain: String, position: Int, message: String)
+        /// libvips could not start.
+        case engineUnavailable(message: String)
+    }
+
+    /// Why an image could not be set on a target.
+    public enum ImageSettingErrorReason: Sendable {
+        /// The source given to the target is nil.
+        case emptySource
+        /// The result arrived for a source that is no longer the target's current one.
+        case notCurrentSourceTask
+        /// The data provider failed.
+        case dataProviderError(message: String)
+    }
+
+    // MARK: - Description
+
+    /// A one-line, human-readable account of the error.
+    public var description: String {
+        switch self {
+        case .requestError(let reason): return "request error: \(reason)"
+        case .responseError(let reason): return "response error: \(reason)"
+        case .cacheError(let reason): return "cache error: \(reason)"
+        case .processorError(let reason): return "processor error: \(reason)"
+        case .imageSettingError(let reason): return "image setting error: \(reason)"
+        }
+    }
+}
+
+extension HalcyonError.ProcessorErrorReason: CustomStringConvertible {
+    public var description: String {
+        switch self {
+        case .emptyData:
+            return "the data is empty"
+        case .unsupportedFormat(let format):
+            return "unsupported image format (\(format))"
+        case .corruptData(let format, let message):
+            return "corrupt \(format) data: \(message)"
+        case .tooManyPixels(let width, let height, let frames, let limit):
+            let frameText = frames > 1 ? " x \(frames) frames" : ""
+            return "image of \(width)x\(height)\(frameText) pixels exceeds the limit of \(limit) pixels"
+        case .tooManyFrames(let count, let limit):
+            return "animation of \(count) frames exceeds the limit of \(limit) frames"
+        case .encodeFailed(let format, let message):
+            return "cannot encode \(format): \(message)"
+        case .processingFailed(let operation, let message):
+            return "\(operation) failed: \(message)"
+        case .invalidParameter(let processor, let message):
+            return "\(processor): \(message)"
+        case .invalidProcessorChain(let chain, let position, let message):
+            return "bad processor chain at character \(position + 1) of \"\(chain)\": \(message)"
+        case .engineUnavailable(let message):
+            return "libvips could not start: \(message)"
+        }
+    }
+}

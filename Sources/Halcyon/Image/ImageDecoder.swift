@@ -1,0 +1,107 @@
+import CHalcyonVips
+import Foundation
+
+/// Decodes encoded bytes into an ``Image`` with libvips.
+///
+/// Order of work: sniff the format, read only the header, check the pixel and
+/// frame limits, then decode (or shrink-on-load when a downsample size is
+/// given). EXIF orientation is applied to still images. Errors are
+/// `HalcyonError.processorError` reasons; no input crashes.
+public enum ImageDecoder {
+    /// Decodes `data`; runs on the caller's thread.
+    public static func decode(_ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()) throws(HalcyonError) -> Image {
+        guard !data.isEmpty else { throw .processorError(reason: .emptyData) }
+        let format = ImageFormat(sniffing: data)
+        guard format != .unknown else { throw .processorError(reason: .unsupportedFormat(.unknown)) }
+        try VipsRuntime.ensureStarted()
+
+        let buffer = EncodedBuffer(copying: data)
+        let allFrames = !options.onlyFirstFrame && format.supportsAnimation
+        let header = try load(buffer, format: format, allFrames: allFrames)
+        let frameHeight = allFrames ? header.pageHeight : header.height
+        let frameCount = allFrames ? max(1, header.height / max(1, frameHeight)) : 1
+        try checkLimits(width: header.width, frameHeight: frameHeight, frameCount: frameCount, options: options)
+
+        let delays = header.frameDelaysInMilliseconds.map { TimeInterval($0) / 1000 }
+        let loop = header.loopCount
+        let scale = options.scaleFactor > 0 ? options.scaleFactor : 1
+        let fingerprint = DataFingerprint(data)
+
+        if let target = options.downsampleSize {
+            let pixels = max(1, Int((max(target.width, target.height) * scale).rounded()))
+            let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
+                try VipsImageRef.make("thumbnail") { output in
+                    hc_thumbnail_buffer(buffer.bytes.baseAddress, buffer.count, Int32(pixels), Int32(pixels), allFrames ? 1 : 0, output)
+                }.srgb8().materialized()
+            }
+            let thumbHeight = frameCount > 1 ? thumbnail.height / frameCount : thumbnail.height
+            let unchanged = thumbnail.width == header.width && thumbHeight == frameHeight
+            return Image(vips: thumbnail, frameHeight: thumbHeight, frameCount: frameCount, scale: scale,
+                         originalFormat: format, frameDelays: frameDelays(delays, count: frameCount), loopCount: loop,
+                         sourceFingerprint: unchanged ? fingerprint : nil)
+        }
+
+        let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
+            if frameCount > 1 {
+                let pixels = try header.srgb8()
+                return options.preloadAllAnimationData ? try pixels.materialized() : pixels
+            }
+            return try header.apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
+        }
+        return Image(vips: decoded, frameHeight: decoded.height / frameCount, frameCount: frameCount, scale: scale,
+                     originalFormat: format, frameDelays: frameDelays(delays, count: frameCount), loopCount: loop,
+                     sourceFingerprint: fingerprint)
+    }
+
+    // MARK: - Steps
+
+    /// Opens the buffer lazily: libvips reads the header only.
+    private static func load(_ buffer: EncodedBuffer, format: ImageFormat, allFrames: Bool) throws(HalcyonError) -> VipsImageRef {
+        var output: UnsafeMutablePointer<VipsImage>?
+        let status = hc_load_buffer(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
+        guard status == 0, let output else {
+            if let output { hc_unref(output) }
+            throw decodeError(format: format, message: VipsRuntime.takeErrorMessage())
+        }
+        return VipsImageRef(taking: output, retaining: [buffer])
+    }
+
+    private static func checkLimits(width: Int, frameHeight: Int, frameCount: Int, options: ImageDecodingOptions) throws(HalcyonError) {
+        guard width > 0, frameHeight > 0 else {
+            throw .processorError(reason: .corruptData(format: .unknown, message: "image has no pixels (\(width)x\(frameHeight))"))
+        }
+        if frameCount > options.maxFrameCount {
+            throw .processorError(reason: .tooManyFrames(count: frameCount, limit: options.maxFrameCount))
+        }
+        let (pixels, overflow) = width.multipliedReportingOverflow(by: frameHeight)
+        let (total, overflowFrames) = pixels.multipliedReportingOverflow(by: frameCount)
+        if overflow || overflowFrames || total > options.maxPixelCount {
+            throw .processorError(reason: .tooManyPixels(width: width, height: frameHeight, frames: frameCount, limit: options.maxPixelCount))
+        }
+    }
+
+    private static func frameDelays(_ delays: [TimeInterval], count: Int) -> [TimeInterval] {
+        guard count > 1 else { return [] }
+        return (0..<count).map { $0 < delays.count ? delays[$0] : 0.1 }
+    }
+
+    /// Pixel decoding errors from libvips become `corruptData` for the sniffed format.
+    private static func wrapDecodeFailure<T>(_ format: ImageFormat, _ body: () throws(HalcyonError) -> T) throws(HalcyonError) -> T {
+        do {
+            return try body()
+        } catch {
+            if case .processorError(reason: .processingFailed(_, let message)) = error {
+                throw decodeError(format: format, message: message)
+            }
+            throw error
+        }
+    }
+
+    private static func decodeError(format: ImageFormat, message: String) -> HalcyonError {
+        let lowered = message.lowercased()
+        if lowered.contains("not a known") || lowered.contains("blocked") || lowered.contains("is not a known") {
+            return .processorError(reason: .unsupportedFormat(format))
+        }
+        return .processorError(reason: .corruptData(format: format, message: message))
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+
+/// How encoded bytes become an ``Image``.
+public struct ImageDecodingOptions: Sendable, Hashable {
+    /// Default for ``maxPixelCount``: 50 megapixels.
+    public static let defaultMaxPixelCount = 50_000_000
+    /// Default for ``maxFrameCount``.
+    public static let defaultMaxFrameCount = 1_000
+
+    /// Pixels per point of the result. Default 1.
+    public var scaleFactor: CGFloat
+    /// Decode only the first frame of an animation. Default false.
+    public var onlyFirstFrame: Bool
+    /// Decode every frame of an animation now. When false (the default), the
+    /// frames of an animation are decoded on first use from the encoded bytes,
+    /// which the image keeps; still images are always decoded at once.
+    public var preloadAllAnimationData: Bool
+    /// When set, the image is shrunk while loading (libvips shrink-on-load) so
+    /// its longer side is at most `max(width, height) * scaleFactor` pixels.
+    /// Never enlarges. Default nil.
+    public var downsampleSize: CGSize?
+    /// Largest width × height (× frames for an animation) accepted; checked on
+    /// the header, before any pixel is decoded. Default 50 MP.
+    public var maxPixelCount: Int
+    /// Most frames an animation may have. Default 1000.
+    public var maxFrameCount: Int
+
+    /// Makes decoding options; every argument has the documented default.
+    public init(
+        scaleFactor: CGFloat = 1,
+        onlyFirstFrame: Bool = false,
+        preloadAllAnimationData: Bool = false,
+        downsampleSize: CGSize? = nil,
+        maxPixelCount: Int = ImageDecodingOptions.defaultMaxPixelCount,
+        maxFrameCount: Int = ImageDecodingOptions.defaultMaxFrameCount
+    ) {
+        self.scaleFactor = scaleFactor
+        self.onlyFirstFrame = onlyFirstFrame
+        self.preloadAllAnimationData = preloadAllAnimationData
+        self.downsampleSize = downsampleSize
+        self.maxPixelCount = maxPixelCount
+        self.maxFrameCount = maxFrameCount
+    }
+}

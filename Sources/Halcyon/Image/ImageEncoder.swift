@@ -1,0 +1,65 @@
+import CHalcyonVips
+import Foundation
+
+/// Encodes an ``Image`` with libvips.
+///
+/// GIF and WebP keep every frame of an animation with its delays and loop
+/// count; formats without animation get the first frame. JPEG has no alpha, so
+/// transparent pixels are flattened onto white. Failures are
+/// `HalcyonError.processorError(.encodeFailed)`.
+public enum ImageEncoder {
+    /// Encodes `image` in `encoding`; runs on the caller's thread.
+    public static func encode(_ image: Image, as encoding: ImageEncodingFormat) throws(HalcyonError) -> Data {
+        let format = encoding.format
+        if case .avif = encoding, !VipsRuntime.hasOperation("heifsave_buffer") {
+            throw .processorError(reason: .encodeFailed(format: .avif, message: "this libvips has no HEIF/AVIF saver"))
+        }
+        let source = try prepared(image, for: encoding)
+        switch encoding {
+        case .jpeg(let quality, let progressive):
+            let flat = try source.flattened(background: [255, 255, 255])
+            return try flat.saved(as: format) { hc_jpegsave($0, clamp(quality), progressive ? 1 : 0, $1, $2) }
+        case .png(let interlaced):
+            return try source.saved(as: format) { hc_pngsave($0, 6, interlaced ? 1 : 0, $1, $2) }
+        case .gif:
+            return try source.saved(as: format) { hc_gifsave($0, $1, $2) }
+        case .webp(let quality, let lossless):
+            return try source.saved(as: format) { hc_webpsave($0, clamp(quality), lossless ? 1 : 0, $1, $2) }
+        case .avif(let quality, let lossless):
+            return try source.saved(as: format) { hc_avifsave($0, clamp(quality), lossless ? 1 : 0, $1, $2) }
+        case .tiff:
+            return try source.saved(as: format) { hc_tiffsave($0, $1, $2) }
+        }
+    }
+
+    /// Whether an AV1 encoder is really there: libheif may be built without one.
+    static let canEncodeAVIF: Bool = {
+        guard let probe = try? Image(rgbaPixels: [UInt8](repeating: 128, count: 16 * 16 * 4), width: 16, height: 16) else {
+            return false
+        }
+        return (try? encode(probe, as: .avif(quality: 50))) != nil
+    }()
+
+    // MARK: - Steps
+
+    /// The libvips image to save: all frames with animation metadata, or the first frame.
+    private static func prepared(_ image: Image, for encoding: ImageEncodingFormat) throws(HalcyonError) -> VipsImageRef {
+        guard image.isAnimated else { return image.vips }
+        guard encoding.format.supportsAnimation else { return try image.frameImage(0) }
+        let delays = image.frameDelays.map { Int32(max(0, ($0 * 1000).rounded())) }
+        return try image.vips.apply("animation metadata") { input, output in
+            delays.withUnsafeBufferPointer { buffer in
+                hc_with_animation(input, Int32(image.height), buffer.baseAddress, Int32(delays.count), Int32(image.loopCount), output)
+            }
+        }
+    }
+
+    private static func clamp(_ quality: Int) -> Int32 { Int32(min(100, max(1, quality))) }
+}
+
+extension Image {
+    /// Encodes this image; see ``ImageEncoder/encode(_:as:)``.
+    public func encoded(as encoding: ImageEncodingFormat) throws(HalcyonError) -> Data {
+        try ImageEncoder.encode(self, as: encoding)
+    }
+}
