@@ -10,6 +10,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(
@@ -23,7 +25,13 @@ let package = Package(
         ),
         .target(
             name: "Halcyon",
-            dependencies: ["CHalcyonVips"]
+            dependencies: [
+                "CHalcyonVips",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .executableTarget(
             name: "halcyon",
@@ -34,7 +42,12 @@ let package = Package(
         ),
         .testTarget(
             name: "HalcyonTests",
-            dependencies: ["Halcyon"],
+            dependencies: [
+                "Halcyon",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             resources: [.copy("Fixtures")]
         ),
     ],

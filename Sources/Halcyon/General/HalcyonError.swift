@@ -29,13 +29,23 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case invalidURL(url: URL?)
         /// The caller cancelled the task.
         case taskCancelled(url: URL?)
+        /// The redirect handler refused to follow a redirect from `url` to `location`.
+        case redirectBlocked(url: URL, location: URL)
+        /// More redirects than the downloader's `maxRedirects` were needed to reach an answer.
+        case tooManyRedirects(url: URL, limit: Int)
+        /// A redirect pointed at a location that is not an http(s) URL.
+        case invalidRedirect(url: URL, location: String)
+        /// The connection to the host could not be opened (refused, unreachable, DNS).
+        case cannotConnect(url: URL, message: String)
+        /// The downloader was shut down before or while the request ran.
+        case downloaderShutDown(url: URL)
     }
 
     /// Why a response was refused.
     public enum ResponseErrorReason: Sendable {
         /// The server answered with a status code the validator rejects.
         case invalidHTTPStatusCode(url: URL, statusCode: Int)
-        /// The transport failed (timeout, refused connection, reset...).
+        /// The transport failed after the connection was open (reset, protocol error...).
         case networkError(url: URL, message: String)
         /// The response took longer than the timeout.
         case timedOut(url: URL, after: TimeInterval)
@@ -45,6 +55,10 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case emptyBody(url: URL)
         /// A delegate or data modifier refused the response or its data.
         case rejected(url: URL, message: String)
+        /// The connection closed before the body announced by Content-Length arrived.
+        case truncatedBody(url: URL, expected: Int, received: Int)
+        /// A ranged request for a resumed download got a 206 whose Content-Range does not continue the kept bytes.
+        case invalidRangeResponse(url: URL, contentRange: String?)
     }
 
     /// Why a cache operation failed.

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Receives download progress: bytes received so far and the expected total (-1 when unknown).
+public typealias DownloadProgressBlock = @Sendable (_ receivedSize: Int64, _ totalSize: Int64) -> Void
+
+/// Per-request options of ``ImageDownloader``.
+///
+/// Options shared by every request of a downloader (timeout, limits,
+/// credentials, delegate) are properties of the downloader instead.
+public struct DownloadOptions: Sendable {
+    /// Changes the request before it is sent; nil sends it as is.
+    public var requestModifier: (any AsyncImageDownloadRequestModifier)?
+    /// Decides about redirects; nil follows them (up to `maxRedirects`).
+    public var redirectHandler: (any ImageDownloadRedirectHandler)?
+    /// Priority in the waiting queue, 0 (lowest) to 1 (highest). Default 0.5.
+    ///
+    /// A coalesced download waits with the highest priority of its callers.
+    public var priority: Float
+    /// Decoding and processing options; `processingOptions.processor` runs on the bytes.
+    public var processingOptions: HalcyonParsedOptionsInfo
+    /// Where completion and progress callbacks run. Default ``CallbackQueue/untouch``.
+    public var callbackQueue: CallbackQueue
+    /// Called while the body streams in, on `callbackQueue`.
+    public var progressBlock: DownloadProgressBlock?
+
+    /// Makes options; every argument has the documented default.
+    public init(
+        requestModifier: (any AsyncImageDownloadRequestModifier)? = nil,
+        redirectHandler: (any ImageDownloadRedirectHandler)? = nil,
+        priority: Float = 0.5,
+        processingOptions: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
+        callbackQueue: CallbackQueue = .untouch,
+        progressBlock: DownloadProgressBlock? = nil
+    ) {
+        self.requestModifier = requestModifier
+        self.redirectHandler = redirectHandler
+        self.priority = priority
+        self.processingOptions = processingOptions
+        self.callbackQueue = callbackQueue
+        self.progressBlock = progressBlock
+    }
+
+    /// The processor that turns the bytes into the image. Default ``DefaultImageProcessor``.
+    public var processor: any ImageProcessor {
+        get { processingOptions.processor }
+        set { processingOptions.processor = newValue }
+    }
+
+    /// The default options.
+    public static var `default`: DownloadOptions { DownloadOptions() }
+}

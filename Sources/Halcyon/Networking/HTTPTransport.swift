@@ -1,0 +1,296 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// What one HTTP download produced.
+struct FetchOutcome: Sendable {
+    var data: Data
+    var response: ImageDownloadResponse
+    var metrics: NetworkMetrics
+}
+
+/// The downloader settings one fetch runs with, snapshotted when it starts.
+struct FetchSettings: Sendable {
+    var timeout: TimeInterval
+    var maxResponseBytes: Int
+    var maxRedirects: Int
+    var credentials: [String: HTTPCredential]
+}
+
+/// Runs one ``SessionDataTask`` over AsyncHTTPClient: redirects, credentials,
+/// resume, status validation, limits, progress and the idle timeout.
+///
+/// Redirects are followed here, not by AsyncHTTPClient, so the redirect
+/// handler and the limits see every hop. The timeout is an idle timeout, as
+/// `URLRequest.timeoutInterval`: the download fails when nothing arrives for
+/// that long, before the response head or between body chunks.
+struct HTTPTransport: Sendable {
+    let client: HTTPClient
+    let downloader: ImageDownloader
+    let settings: FetchSettings
+    let resumable: ResumableDataStore
+
+    // MARK: - Entry
+
+    func fetch(_ task: SessionDataTask) async -> Result<FetchOutcome, HalcyonError> {
+        let timeout = task.request.timeoutInterval ?? settings.timeout
+        let activity = ActivityClock()
+        do {
+            let outcome = try await withThrowingTaskGroup(of: FetchOutcome?.self) { group in
+                group.addTask { try await self.run(task, activity: activity) }
+                group.addTask {
+                    try await activity.watch(timeout: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                while let next = try await group.next() {
+                    if let outcome = next { return outcome }
+                }
+                throw CancellationError()
+            }
+            return .success(outcome)
+        } catch is HTTPTransportIdleTimeout {
+            return .failure(.responseError(reason: .timedOut(url: task.url, after: timeout)))
+        } catch let error as HalcyonError {
+            return .failure(error)
+        } catch {
+            return .failure(Self.map(error, url: task.url, timeout: timeout))
+        }
+    }
+
+    // MARK: - Request loop
+
+    private func run(_ task: SessionDataTask, activity: ActivityClock) async throws -> FetchOutcome {
+        let start = ContinuousClock.now
+        let startDate = Date()
+        let queueDuration = (start - task.enqueuedAt).seconds
+        var request = task.request
+        var redirectCount = 0
+
+        let resume = resumable.take(task.url)
+        if let resume {
+            request.setValue("bytes=\(resume.data.count)-", forHTTPHeaderField: "Range")
+            request.setValue(resume.validator, forHTTPHeaderField: "If-Range")
+        }
+
+        while true {
+            activity.touch()
+            let response = try await client.execute(wireRequest(for: request), deadline: .now() + .hours(24))
+            activity.touch()
+            let head = Self.head(of: response, url: request.url)
+
+            if let location = redirectLocation(response) {
+                redirectCount += 1
+                guard redirectCount <= settings.maxRedirects else {
+                    throw HalcyonError.requestError(reason: .tooManyRedirects(url: task.url, limit: settings.maxRedirects))
+                }
+                guard let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+                      ImageDownloader.isFetchable(target) else {
+                    throw HalcyonError.requestError(reason: .invalidRedirect(url: request.url, location: location))
+                }
+                try await drain(response.body, activity: activity)
+                var next = request
+                next.url = target
+                if response.status == .seeOther { next.httpMethod = "GET" }
+                if !Self.sameOrigin(request.url, target) { next.setValue(nil, forHTTPHeaderField: "Authorization") }
+                if let handler = task.redirectHandler {
+                    guard let handled = await handler.handleHTTPRedirection(for: task, response: head, newRequest: next) else {
+                        throw HalcyonError.requestError(reason: .redirectBlocked(url: request.url, location: target))
+                    }
+                    next = handled
+                }
+                request = next
+                continue
+            }
+
+            let headDuration = (ContinuousClock.now - start).seconds
+            return try await receiveBody(
+                response, head: head, task: task, resume: resume, activity: activity,
+                measure: { received, resumed in
+                    NetworkMetrics(
+                        originalURL: task.url, url: head.url, statusCode: head.statusCode,
+                        redirectCount: redirectCount, startDate: startDate, queueDuration: queueDuration,
+                        responseHeadDuration: headDuration, totalDuration: (ContinuousClock.now - start).seconds,
+                        receivedBytes: received, resumedBytes: resumed, expectedBytes: head.expectedContentLength)
+                })
+        }
+    }
+
+    // MARK: - Body
+
+    private func receiveBody(
+        _ response: HTTPClientResponse,
+        head: ImageDownloadResponse,
+        task: SessionDataTask,
+        resume: ResumableDataStore.Entry?,
+        activity: ActivityClock,
+        measure: (Int, Int) -> NetworkMetrics
+    ) async throws -> FetchOutcome {
+        let url = task.url
+        let delegate = downloader.delegate
+        let valid = delegate?.isValidStatusCode(head.statusCode, for: downloader) ?? (200..<400).contains(head.statusCode)
+        guard valid else {
+            throw HalcyonError.responseError(reason: .invalidHTTPStatusCode(url: url, statusCode: head.statusCode))
+        }
+        if let delegate, delegate.imageDownloader(downloader, didReceive: head) == .cancel {
+            throw HalcyonError.responseError(reason: .rejected(url: url, message: "cancelled by the delegate on the response head"))
+        }
+
+        var data = Data()
+        var resumedBytes = 0
+        if let resume, head.statusCode == 206 {
+            let contentRange = head.value(forHTTPHeaderField: "content-range")
+            guard let contentRange, contentRange.lowercased().hasPrefix("bytes \(resume.data.count)-") else {
+                throw HalcyonError.responseError(reason: .invalidRangeResponse(url: url, contentRange: contentRange))
+            }
+            data = resume.data
+            resumedBytes = resume.data.count
+        }
+
+        let limit = settings.maxResponseBytes
+        let expectedBody = head.expectedContentLength
+        let expectedTotal = expectedBody.map { $0 + resumedBytes }
+        if let expectedTotal, expectedTotal > limit {
+            throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: expectedTotal))
+        }
+        if let expectedTotal { data.reserveCapacity(expectedTotal) }
+
+        let validator = ResumableDataStore.validator(for: head)
+        do {
+            for try await buffer in response.body {
+                activity.touch()
+                buffer.withUnsafeReadableBytes { data.append($0.bindMemory(to: UInt8.self)) }
+                if data.count > limit {
+                    throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: data.count))
+                }
+                task.reportProgress(received: data.count, expected: expectedTotal)
+            }
+        } catch {
+            if let validator, !data.isEmpty, !(error is HalcyonError) {
+                resumable.store(.init(data: data, validator: validator), for: url)
+            }
+            if error is HalcyonError || Task.isCancelled { throw error }
+            if let expectedTotal, data.count < expectedTotal {
+                throw HalcyonError.responseError(reason: .truncatedBody(url: url, expected: expectedTotal, received: data.count))
+            }
+            throw error
+        }
+
+        if let expectedTotal, data.count < expectedTotal {
+            throw HalcyonError.responseError(reason: .truncatedBody(url: url, expected: expectedTotal, received: data.count))
+        }
+        guard !data.isEmpty else { throw HalcyonError.responseError(reason: .emptyBody(url: url)) }
+        return FetchOutcome(data: data, response: head, metrics: measure(data.count - resumedBytes, resumedBytes))
+    }
+
+    /// Reads and drops the body of a redirect answer so its connection can be reused.
+    private func drain(_ body: HTTPClientResponse.Body, activity: ActivityClock) async throws {
+        var count = 0
+        for try await buffer in body {
+            activity.touch()
+            count += buffer.readableBytes
+            if count > settings.maxResponseBytes { throw CancellationError() }
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// The AsyncHTTPClient request for `request`, with credentials and the default headers.
+    private func wireRequest(for request: ImageDownloadRequest) -> HTTPClientRequest {
+        var wire = HTTPClientRequest(url: request.url.absoluteString)
+        wire.method = HTTPMethod(rawValue: request.httpMethod.uppercased())
+        for field in request.orderedHeaderFields {
+            wire.headers.add(name: field.name, value: field.value)
+        }
+        if request.value(forHTTPHeaderField: "Authorization") == nil,
+           let host = request.url.host?.lowercased(), let credential = settings.credentials[host] {
+            wire.headers.add(name: "Authorization", value: credential.authorizationHeaderValue)
+        }
+        if request.value(forHTTPHeaderField: "Accept-Encoding") == nil {
+            wire.headers.add(name: "Accept-Encoding", value: "gzip, deflate")
+        }
+        return wire
+    }
+
+    private func redirectLocation(_ response: HTTPClientResponse) -> String? {
+        switch response.status.code {
+        case 301, 302, 303, 307, 308:
+            return response.headers.first(name: "location")
+        default:
+            return nil
+        }
+    }
+
+    private static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased() && a.port == b.port
+    }
+
+    private static func head(of response: HTTPClientResponse, url: URL) -> ImageDownloadResponse {
+        var headers: [String: String] = [:]
+        for (name, value) in response.headers {
+            let key = name.lowercased()
+            headers[key] = headers[key].map { "\($0), \(value)" } ?? value
+        }
+        return ImageDownloadResponse(url: url, statusCode: Int(response.status.code), headers: headers)
+    }
+
+    /// Turns a transport error into a ``HalcyonError`` with the URL and the cause.
+    static func map(_ error: any Error, url: URL, timeout: TimeInterval) -> HalcyonError {
+        if error is CancellationError { return .requestError(reason: .taskCancelled(url: url)) }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .cancelled:
+                return .requestError(reason: .taskCancelled(url: url))
+            case .connectTimeout, .readTimeout, .deadlineExceeded, .writeTimeout:
+                return .responseError(reason: .timedOut(url: url, after: timeout))
+            case .alreadyShutdown:
+                return .requestError(reason: .downloaderShutDown(url: url))
+            default:
+                return .responseError(reason: .networkError(url: url, message: String(describing: error)))
+            }
+        }
+        if error is NIOConnectionError || error is IOError {
+            return .requestError(reason: .cannotConnect(url: url, message: String(describing: error)))
+        }
+        if case ChannelError.connectTimeout = error {
+            return .responseError(reason: .timedOut(url: url, after: timeout))
+        }
+        return .responseError(reason: .networkError(url: url, message: String(describing: error)))
+    }
+}
+
+// MARK: - Idle watchdog
+
+/// The time of the last network activity of one fetch, and a watchdog on it.
+final class ActivityClock: Sendable {
+    private let last = Mutex(ContinuousClock.now)
+
+    /// Records activity now.
+    func touch() {
+        last.withLock { $0 = .now }
+    }
+
+    /// Returns normally never: throws when idle for `timeout`, or when cancelled.
+    func watch(timeout: TimeInterval) async throws {
+        let limit = Duration.milliseconds(Int64((max(timeout, 0.001) * 1000).rounded()))
+        while true {
+            let idle = ContinuousClock.now - last.withLock { $0 }
+            if idle >= limit { throw HTTPTransportIdleTimeout() }
+            try await Task.sleep(for: limit - idle)
+        }
+    }
+}
+
+/// Thrown by ``ActivityClock/watch(timeout:)``.
+struct HTTPTransportIdleTimeout: Error {}
+
+extension Duration {
+    /// This duration in seconds.
+    var seconds: TimeInterval {
+        let parts = components
+        return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
+    }
+}

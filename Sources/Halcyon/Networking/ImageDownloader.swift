@@ -1,0 +1,432 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Synchronization
+
+/// Downloads images over HTTP(S) with AsyncHTTPClient.
+///
+/// Kingfisher's `ImageDownloader`. Concurrent requests for the same URL (after
+/// the request modifier) share one HTTP request; each caller gets its own
+/// ``CancelToken`` and the request stops when the last caller leaves. Bytes
+/// are decoded once per distinct processor (and decoding options) and the
+/// result fans out. At most ``maxConcurrentDownloads`` requests run at once;
+/// the others wait, highest priority first, then in ``executionOrder``.
+///
+/// Every property is thread-safe. Settings are read when a request starts, so
+/// a change applies to requests that have not started yet. An instance owns an
+/// HTTP client: call ``shutdown()`` when done with it (``default`` lives for
+/// the whole process); one dropped without it shuts its client down when
+/// released.
+public final class ImageDownloader: Sendable {
+    /// The order in which waiting requests start.
+    public enum ExecutionOrder: Sendable {
+        /// First in, first out (the default).
+        case fifo
+        /// Last in, first out: the newest request starts first (for scrolling lists).
+        case lifo
+    }
+
+    /// The shared downloader, named "default", with the default settings.
+    public static let `default` = ImageDownloader(name: "default")
+
+    /// The name, for logs.
+    public let name: String
+
+    private let state: Mutex<State>
+    private let resumable = ResumableDataStore()
+
+    private struct State {
+        var downloadTimeout: TimeInterval = 15
+        var maxConcurrentDownloads = 6
+        var executionOrder: ExecutionOrder = .fifo
+        var maxResponseBytes = 50 * 1024 * 1024
+        var maxRedirects = 10
+        var httpHeaders: [String: String] = [:]
+        var credentials: [String: HTTPCredential] = [:]
+        weak var delegate: (any ImageDownloaderDelegate)?
+
+        var client: HTTPClient?
+        var isShutDown = false
+        var tasks: [URL: SessionDataTask] = [:]
+        var running = 0
+        var waiting: [SessionDataTask] = []
+    }
+
+    /// Makes a downloader; its HTTP client is created on the first request.
+    public init(name: String) {
+        self.name = name
+        self.state = Mutex(State())
+    }
+
+    deinit {
+        let client = state.withLock { $0.client }
+        client?.shutdown { _ in }
+    }
+
+    // MARK: - Settings
+
+    /// Idle timeout in seconds: a download fails with `.timedOut` when nothing arrives for this long. Default 15.
+    public var downloadTimeout: TimeInterval {
+        get { state.withLock { $0.downloadTimeout } }
+        set { state.withLock { $0.downloadTimeout = newValue } }
+    }
+
+    /// How many HTTP requests run at once; others wait. Default 6, at least 1.
+    public var maxConcurrentDownloads: Int {
+        get { state.withLock { $0.maxConcurrentDownloads } }
+        set {
+            let ready = state.withLock { state -> [SessionDataTask] in
+                state.maxConcurrentDownloads = max(1, newValue)
+                return Self.dequeueReady(&state)
+            }
+            ready.forEach(launch)
+        }
+    }
+
+    /// The order in which waiting requests of equal priority start. Default ``ExecutionOrder/fifo``.
+    public var executionOrder: ExecutionOrder {
+        get { state.withLock { $0.executionOrder } }
+        set { state.withLock { $0.executionOrder = newValue } }
+    }
+
+    /// Largest body accepted, in bytes; checked on Content-Length and while streaming. Default 50 MB.
+    public var maxResponseBytes: Int {
+        get { state.withLock { $0.maxResponseBytes } }
+        set { state.withLock { $0.maxResponseBytes = newValue } }
+    }
+
+    /// Most redirects followed for one request. Default 10.
+    public var maxRedirects: Int {
+        get { state.withLock { $0.maxRedirects } }
+        set { state.withLock { $0.maxRedirects = max(0, newValue) } }
+    }
+
+    /// Header fields added to every request before the request modifier runs. Default none.
+    public var httpHeaders: [String: String] {
+        get { state.withLock { $0.httpHeaders } }
+        set { state.withLock { $0.httpHeaders = newValue } }
+    }
+
+    /// Observes and steers downloads; held weakly. Default nil.
+    public var delegate: (any ImageDownloaderDelegate)? {
+        get { state.withLock { $0.delegate } }
+        set { state.withLock { $0.delegate = newValue } }
+    }
+
+    /// Sets (or with nil removes) the credential sent to `host` (case-insensitive).
+    public func setCredential(_ credential: HTTPCredential?, forHost host: String) {
+        state.withLock { $0.credentials[host.lowercased()] = credential }
+    }
+
+    /// How many distinct HTTP requests are running or waiting.
+    public var activeRequestCount: Int { state.withLock { $0.tasks.count } }
+
+    /// Stops accepting requests and shuts the HTTP client down; running requests fail.
+    public func shutdown() async {
+        let client = state.withLock { state -> HTTPClient? in
+            state.isShutDown = true
+            defer { state.client = nil }
+            return state.client
+        }
+        try? await client?.shutdown()
+    }
+
+    // MARK: - Downloading
+
+    /// Downloads and decodes the image at `url`, calling `completionHandler` once on `options.callbackQueue`.
+    ///
+    /// Returns nil, after calling the handler with the error, when `url` is
+    /// not an http(s) URL or a synchronous request modifier refused it. Errors
+    /// are `HalcyonError` request, response or processor errors.
+    @discardableResult
+    public func downloadImage(
+        with url: URL,
+        options: DownloadOptions = .default,
+        completionHandler: (@Sendable (Result<ImageLoadingResult, HalcyonError>) -> Void)? = nil
+    ) -> DownloadTask? {
+        let task = DownloadTask(url: url)
+        let started = start(url: url, options: options, decode: true, downloadTask: task) { result in
+            completionHandler?(result.flatMap { payload in ImageLoadingResult.make(payload, url: url) })
+        }
+        return started ? task : nil
+    }
+
+    /// Downloads and decodes the image at `url`; cancelling the calling task cancels this caller's download.
+    public func downloadImage(with url: URL, options: DownloadOptions = .default) async throws(HalcyonError) -> ImageLoadingResult {
+        let payload = try await download(url: url, options: options, decode: true)
+        return try ImageLoadingResult.make(payload, url: url).get()
+    }
+
+    /// Downloads the bytes at `url` without decoding them; coalesces with image downloads of the same URL.
+    public func downloadData(with url: URL, options: DownloadOptions = .default) async throws(HalcyonError) -> ImageDataLoadingResult {
+        let payload = try await download(url: url, options: options, decode: false)
+        return ImageDataLoadingResult(url: url, data: payload.data, response: payload.response, metrics: payload.metrics)
+    }
+
+    private func download(url: URL, options: DownloadOptions, decode: Bool) async throws(HalcyonError) -> DownloadPayload {
+        var options = options
+        options.callbackQueue = .untouch
+        let task = DownloadTask(url: url)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<DownloadPayload, HalcyonError>, Never>) in
+                _ = self.start(url: url, options: options, decode: decode, downloadTask: task) { result in
+                    continuation.resume(returning: result)
+                }
+            }
+        } onCancel: {
+            task.cancel()
+        }
+        return try result.get()
+    }
+
+    // MARK: - Registration
+
+    /// Prepares the request and registers it; false when it failed at once (the handler was called).
+    private func start(
+        url: URL,
+        options: DownloadOptions,
+        decode: Bool,
+        downloadTask: DownloadTask,
+        completion: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void
+    ) -> Bool {
+        let fail = { (error: HalcyonError) in options.callbackQueue.execute { completion(.failure(error)) } }
+        guard Self.isFetchable(url) else {
+            fail(.requestError(reason: .invalidURL(url: url)))
+            return false
+        }
+        var request = ImageDownloadRequest(url: url)
+        for (name, value) in httpHeaders.sorted(by: { $0.key < $1.key }) {
+            request.setValue(value, forHTTPHeaderField: name)
+        }
+        let callback = SessionDataTask.Callback(options: options, decode: decode, completion: completion)
+
+        guard let modifier = options.requestModifier else {
+            register(request, callback: callback, downloadTask: downloadTask)
+            return true
+        }
+        if let syncModifier = modifier as? any ImageDownloadRequestModifier {
+            let modify: (ImageDownloadRequest) -> ImageDownloadRequest? = syncModifier.modified(for:)
+            guard let modified = modify(request) else {
+                fail(.requestError(reason: .emptyRequest))
+                return false
+            }
+            guard Self.isFetchable(modified.url) else {
+                fail(.requestError(reason: .invalidURL(url: modified.url)))
+                return false
+            }
+            register(modified, callback: callback, downloadTask: downloadTask)
+            return true
+        }
+        Task {
+            guard let modified = await modifier.modified(for: request) else {
+                return fail(.requestError(reason: .emptyRequest))
+            }
+            guard Self.isFetchable(modified.url) else {
+                return fail(.requestError(reason: .invalidURL(url: modified.url)))
+            }
+            self.register(modified, callback: callback, downloadTask: downloadTask)
+        }
+        return true
+    }
+
+    /// Joins the running task for the request's URL, or makes and queues a new one.
+    private func register(_ request: ImageDownloadRequest, callback: SessionDataTask.Callback, downloadTask: DownloadTask) {
+        if downloadTask.isCancelled {
+            return callback.deliver(.failure(.requestError(reason: .taskCancelled(url: request.url))))
+        }
+        let registration = state.withLock { state -> (SessionDataTask, CancelToken, [SessionDataTask])? in
+            guard !state.isShutDown else { return nil }
+            if let existing = state.tasks[request.url], let token = existing.add(callback) {
+                return (existing, token, [])
+            }
+            let task = SessionDataTask(request: request, redirectHandler: callback.options.redirectHandler) { [weak self] task in
+                self?.abandon(task)
+            }
+            guard let token = task.add(callback) else { return nil }
+            state.tasks[request.url] = task
+            state.waiting.append(task)
+            return (task, token, Self.dequeueReady(&state))
+        }
+        guard let (task, token, ready) = registration else {
+            return callback.deliver(.failure(.requestError(reason: .downloaderShutDown(url: request.url))))
+        }
+        ready.forEach(launch)
+        downloadTask.link(task, token: token)
+    }
+
+    /// Forgets a task whose last caller cancelled.
+    private func abandon(_ task: SessionDataTask) {
+        state.withLock { state in
+            if state.tasks[task.url] === task { state.tasks[task.url] = nil }
+            state.waiting.removeAll { $0 === task }
+        }
+    }
+
+    // MARK: - Scheduling
+
+    /// Takes waiting tasks while slots are free: highest priority first, then by execution order.
+    private static func dequeueReady(_ state: inout State) -> [SessionDataTask] {
+        var ready: [SessionDataTask] = []
+        state.waiting.removeAll { $0.isSealed }
+        while state.running < state.maxConcurrentDownloads, !state.waiting.isEmpty {
+            var best = 0
+            var bestPriority = state.waiting[0].priority
+            for index in state.waiting.indices.dropFirst() {
+                let priority = state.waiting[index].priority
+                if priority > bestPriority || (priority == bestPriority && state.executionOrder == .lifo) {
+                    best = index
+                    bestPriority = priority
+                }
+            }
+            ready.append(state.waiting.remove(at: best))
+            state.running += 1
+        }
+        return ready
+    }
+
+    /// Starts the HTTP request of `task` on a new task.
+    private func launch(_ task: SessionDataTask) {
+        task.attach(Task { await self.run(task) })
+    }
+
+    /// Runs one HTTP request, frees its slot, then decodes and delivers.
+    private func run(_ task: SessionDataTask) async {
+        let setup = state.withLock { state -> (HTTPClient, FetchSettings)? in
+            guard !state.isShutDown else { return nil }
+            let client = state.client ?? Self.makeClient(poolSize: max(16, state.maxConcurrentDownloads))
+            state.client = client
+            let settings = FetchSettings(
+                timeout: state.downloadTimeout, maxResponseBytes: state.maxResponseBytes,
+                maxRedirects: state.maxRedirects, credentials: state.credentials)
+            return (client, settings)
+        }
+        let delegate = self.delegate
+        let result: Result<FetchOutcome, HalcyonError>
+        if let (client, settings) = setup {
+            delegate?.imageDownloader(self, willDownloadImageForURL: task.url, with: task.request)
+            let transport = HTTPTransport(client: client, downloader: self, settings: settings, resumable: resumable)
+            result = await transport.fetch(task)
+        } else {
+            result = .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
+        }
+
+        let callbacks = task.complete()
+        let ready = state.withLock { state -> [SessionDataTask] in
+            if state.tasks[task.url] === task { state.tasks[task.url] = nil }
+            state.running -= 1
+            return Self.dequeueReady(&state)
+        }
+        ready.forEach(launch)
+
+        delegate?.imageDownloader(
+            self, didFinishDownloadingImageForURL: task.url, with: try? result.get().response,
+            error: result.failure)
+        deliver(result, to: callbacks, url: task.url, delegate: delegate)
+    }
+
+    private static func makeClient(poolSize: Int) -> HTTPClient {
+        var pool = HTTPClient.Configuration.ConnectionPool(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: poolSize)
+        pool.retryConnectionEstablishment = false
+        let configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(30)),
+            connectionPool: pool,
+            decompression: .enabled(limit: .ratio(200)))
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    // MARK: - Delivery
+
+    /// Hands the outcome to every callback: the data hook once, decoding once per processor.
+    private func deliver(
+        _ result: Result<FetchOutcome, HalcyonError>,
+        to callbacks: [SessionDataTask.Callback],
+        url: URL,
+        delegate: (any ImageDownloaderDelegate)?
+    ) {
+        guard !callbacks.isEmpty else { return }
+        let outcome: FetchOutcome
+        switch result {
+        case .failure(let error):
+            callbacks.forEach { $0.deliver(.failure(error)) }
+            return
+        case .success(let value):
+            outcome = value
+        }
+        var data = outcome.data
+        if let delegate {
+            guard let rewritten = delegate.imageDownloader(self, didDownload: data, for: url), !rewritten.isEmpty else {
+                let error = HalcyonError.responseError(reason: .rejected(url: url, message: "the delegate rejected the downloaded data"))
+                callbacks.forEach { $0.deliver(.failure(error)) }
+                return
+            }
+            data = rewritten
+        }
+        let payload = DownloadPayload(image: nil, data: data, response: outcome.response, metrics: outcome.metrics)
+
+        var groups: [DecodeKey: [SessionDataTask.Callback]] = [:]
+        var order: [DecodeKey] = []
+        for callback in callbacks {
+            guard callback.decode else {
+                callback.deliver(.success(payload))
+                continue
+            }
+            let key = DecodeKey(callback.options)
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(callback)
+        }
+        for key in order {
+            guard let group = groups[key], let first = group.first else { continue }
+            let decoded: Result<DownloadPayload, HalcyonError>
+            do {
+                let image = try first.options.processor.process(item: .data(data), options: first.options.processingOptions)
+                delegate?.imageDownloader(self, didDownload: image, for: url, with: outcome.response)
+                var withImage = payload
+                withImage.image = image
+                decoded = .success(withImage)
+            } catch {
+                decoded = .failure(error)
+            }
+            group.forEach { $0.deliver(decoded) }
+        }
+    }
+
+    /// What makes two decodes of the same bytes identical.
+    private struct DecodeKey: Hashable {
+        let processor: String
+        let decoding: ImageDecodingOptions
+
+        init(_ options: DownloadOptions) {
+            processor = options.processor.identifier
+            decoding = options.processingOptions.decodingOptions
+        }
+    }
+
+    // MARK: - Validation
+
+    /// Whether `url` is an http or https URL with a host.
+    static func isFetchable(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        return !(url.host ?? "").isEmpty
+    }
+}
+
+extension ImageLoadingResult {
+    /// The result for a decoding callback; `deliver` always sets the image for those.
+    static func make(_ payload: DownloadPayload, url: URL) -> Result<ImageLoadingResult, HalcyonError> {
+        guard let image = payload.image else {
+            return .failure(.processorError(reason: .processingFailed(operation: "download", message: "no image was decoded")))
+        }
+        return .success(ImageLoadingResult(
+            image: image, url: url, originalData: payload.data, response: payload.response, metrics: payload.metrics))
+    }
+}
+
+extension Result {
+    /// The error, or nil on success.
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}

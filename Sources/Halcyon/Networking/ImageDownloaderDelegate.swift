@@ -1,0 +1,63 @@
+import Foundation
+
+/// What a delegate decides about a response head.
+public enum ResponseDisposition: Sendable {
+    /// Go on and stream the body.
+    case allow
+    /// Stop now; the download fails with `HalcyonError.responseError(.rejected)`.
+    case cancel
+}
+
+/// Observes and steers an ``ImageDownloader``; every method has a default.
+///
+/// Methods are called on the task that runs the download, never on the
+/// caller's queue, and must return quickly. The downloader holds its delegate
+/// weakly. For a coalesced download each method is called once per HTTP
+/// request, except `didDownload image`, called once per distinct processor.
+public protocol ImageDownloaderDelegate: AnyObject, Sendable {
+    /// The request is about to be sent (after the modifier, before credentials are added).
+    func imageDownloader(_ downloader: ImageDownloader, willDownloadImageForURL url: URL, with request: ImageDownloadRequest)
+
+    /// The HTTP part ended, with the final response head when one arrived, and the error if it failed.
+    func imageDownloader(
+        _ downloader: ImageDownloader, didFinishDownloadingImageForURL url: URL,
+        with response: ImageDownloadResponse?, error: HalcyonError?)
+
+    /// The head of the final response arrived; `.cancel` stops before the body is read.
+    func imageDownloader(_ downloader: ImageDownloader, didReceive response: ImageDownloadResponse) -> ResponseDisposition
+
+    /// The body arrived; return it (possibly rewritten) or nil to reject it.
+    ///
+    /// A rejection fails every caller with `HalcyonError.responseError(.rejected)`.
+    func imageDownloader(_ downloader: ImageDownloader, didDownload data: Data, for url: URL) -> Data?
+
+    /// An image was decoded and processed from the downloaded data.
+    func imageDownloader(
+        _ downloader: ImageDownloader, didDownload image: Image, for url: URL, with response: ImageDownloadResponse)
+
+    /// Whether `code` is an acceptable status. Default: 200..<400.
+    func isValidStatusCode(_ code: Int, for downloader: ImageDownloader) -> Bool
+}
+
+extension ImageDownloaderDelegate {
+    public func imageDownloader(_ downloader: ImageDownloader, willDownloadImageForURL url: URL, with request: ImageDownloadRequest) {}
+
+    public func imageDownloader(
+        _ downloader: ImageDownloader, didFinishDownloadingImageForURL url: URL,
+        with response: ImageDownloadResponse?, error: HalcyonError?) {}
+
+    public func imageDownloader(_ downloader: ImageDownloader, didReceive response: ImageDownloadResponse) -> ResponseDisposition {
+        .allow
+    }
+
+    public func imageDownloader(_ downloader: ImageDownloader, didDownload data: Data, for url: URL) -> Data? {
+        data
+    }
+
+    public func imageDownloader(
+        _ downloader: ImageDownloader, didDownload image: Image, for url: URL, with response: ImageDownloadResponse) {}
+
+    public func isValidStatusCode(_ code: Int, for downloader: ImageDownloader) -> Bool {
+        (200..<400).contains(code)
+    }
+}

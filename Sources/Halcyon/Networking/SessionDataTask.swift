@@ -1,0 +1,138 @@
+import Foundation
+import Synchronization
+
+/// Carries what a downloaded HTTP body became for one callback.
+struct DownloadPayload: Sendable {
+    var image: Image?
+    var data: Data
+    var response: ImageDownloadResponse
+    var metrics: NetworkMetrics
+}
+
+/// One HTTP request shared by every caller that asked for the same URL at the same time.
+///
+/// Kingfisher's `SessionDataTask`. Each caller adds a callback and gets a
+/// ``CancelToken``. Once the request ends the task is sealed: every callback
+/// still attached is taken exactly once and no new one can join, so a
+/// callback is never lost nor called twice. When the last callback is
+/// cancelled, the task is sealed and its HTTP request cancelled.
+public final class SessionDataTask: Sendable {
+    /// The URL of the request (after the request modifier); the coalescing key.
+    public let url: URL
+    /// The request as the first caller's modifier left it.
+    public let request: ImageDownloadRequest
+    let redirectHandler: (any ImageDownloadRedirectHandler)?
+    let enqueuedAt = ContinuousClock.now
+    private let onAbandoned: @Sendable (SessionDataTask) -> Void
+    private let state = Mutex(State())
+
+    struct Callback: Sendable {
+        let options: DownloadOptions
+        let decode: Bool
+        let completion: @Sendable (Result<DownloadPayload, HalcyonError>) -> Void
+
+        func deliver(_ result: Result<DownloadPayload, HalcyonError>) {
+            let completion = self.completion
+            options.callbackQueue.execute { completion(result) }
+        }
+    }
+
+    private struct State {
+        var callbacks: [(id: Int, callback: Callback)] = []
+        var nextID = 0
+        var sealed = false
+        var handle: Task<Void, Never>?
+    }
+
+    init(
+        request: ImageDownloadRequest,
+        redirectHandler: (any ImageDownloadRedirectHandler)?,
+        onAbandoned: @escaping @Sendable (SessionDataTask) -> Void
+    ) {
+        self.url = request.url
+        self.request = request
+        self.redirectHandler = redirectHandler
+        self.onAbandoned = onAbandoned
+    }
+
+    // MARK: - Public state
+
+    /// How many callers are still waiting for this request.
+    public var callbackCount: Int { state.withLock { $0.callbacks.count } }
+
+    /// Whether the request has ended or was abandoned; no caller can join any more.
+    public var isSealed: Bool { state.withLock { $0.sealed } }
+
+    /// The highest priority among the waiting callers (0.5 when none).
+    public var priority: Float {
+        state.withLock { state in
+            state.callbacks.map(\.callback.options.priority).max() ?? 0.5
+        }
+    }
+
+    // MARK: - Callbacks
+
+    /// Adds a callback; nil when the task is already sealed.
+    func add(_ callback: Callback) -> CancelToken? {
+        state.withLock { state -> CancelToken? in
+            guard !state.sealed else { return nil }
+            let id = state.nextID
+            state.nextID += 1
+            state.callbacks.append((id, callback))
+            return CancelToken(id: id, task: self)
+        }
+    }
+
+    /// Removes the callback of `token` and calls it with a cancellation error.
+    ///
+    /// When it was the last one, the HTTP request is cancelled as well.
+    public func cancel(token: CancelToken) {
+        let (removed, abandoned, handle) = state.withLock { state -> (Callback?, Bool, Task<Void, Never>?) in
+            guard let index = state.callbacks.firstIndex(where: { $0.id == token.id }) else { return (nil, false, nil) }
+            let callback = state.callbacks.remove(at: index).callback
+            guard state.callbacks.isEmpty, !state.sealed else { return (callback, false, nil) }
+            state.sealed = true
+            return (callback, true, state.handle)
+        }
+        guard let removed else { return }
+        if abandoned {
+            handle?.cancel()
+            onAbandoned(self)
+        }
+        removed.deliver(.failure(.requestError(reason: .taskCancelled(url: url))))
+    }
+
+    /// Records the task running the request; cancels it at once if the task was already abandoned.
+    func attach(_ handle: Task<Void, Never>) {
+        let cancelNow = state.withLock { state -> Bool in
+            state.handle = handle
+            return state.sealed
+        }
+        if cancelNow { handle.cancel() }
+    }
+
+    /// Seals the task and takes every callback still attached.
+    func complete() -> [Callback] {
+        state.withLock { state in
+            state.sealed = true
+            let taken = state.callbacks.map(\.callback)
+            state.callbacks = []
+            return taken
+        }
+    }
+
+    /// Sends progress to every caller that asked for it.
+    func reportProgress(received: Int, expected: Int?) {
+        let blocks = state.withLock { state in
+            state.callbacks.compactMap { entry -> (DownloadProgressBlock, CallbackQueue)? in
+                guard let block = entry.callback.options.progressBlock else { return nil }
+                return (block, entry.callback.options.callbackQueue)
+            }
+        }
+        guard !blocks.isEmpty else { return }
+        let total = Int64(expected ?? -1)
+        for (block, queue) in blocks {
+            queue.execute { block(Int64(received), total) }
+        }
+    }
+}
