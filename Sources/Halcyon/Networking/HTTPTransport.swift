@@ -151,11 +151,12 @@ struct HTTPTransport: Sendable {
         }
 
         let limit = settings.maxResponseBytes
-        let expectedBody = head.expectedContentLength
-        let expectedTotal = expectedBody.map { $0 + resumedBytes }
-        if let expectedTotal, expectedTotal > limit {
-            throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: expectedTotal))
+        if let declared = head.expectedContentLength.map({ $0 + resumedBytes }), declared > limit {
+            throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: declared))
         }
+        // With a Content-Encoding the length counts encoded bytes, not the decoded body.
+        let encoding = head.value(forHTTPHeaderField: "content-encoding")?.lowercased() ?? "identity"
+        let expectedTotal = encoding == "identity" ? head.expectedContentLength.map { $0 + resumedBytes } : nil
         if let expectedTotal { data.reserveCapacity(expectedTotal) }
 
         let validator = ResumableDataStore.validator(for: head)

@@ -146,7 +146,7 @@ public final class ImageDownloader: Sendable {
     ) -> DownloadTask? {
         let task = DownloadTask(url: url)
         let started = start(url: url, options: options, decode: true, downloadTask: task) { result in
-            completionHandler?(result.flatMap { payload in ImageLoadingResult.make(payload, url: url) })
+            completionHandler?(result.flatMap(ImageLoadingResult.make))
         }
         return started ? task : nil
     }
@@ -154,13 +154,13 @@ public final class ImageDownloader: Sendable {
     /// Downloads and decodes the image at `url`; cancelling the calling task cancels this caller's download.
     public func downloadImage(with url: URL, options: DownloadOptions = .default) async throws(HalcyonError) -> ImageLoadingResult {
         let payload = try await download(url: url, options: options, decode: true)
-        return try ImageLoadingResult.make(payload, url: url).get()
+        return try ImageLoadingResult.make(payload).get()
     }
 
     /// Downloads the bytes at `url` without decoding them; coalesces with image downloads of the same URL.
     public func downloadData(with url: URL, options: DownloadOptions = .default) async throws(HalcyonError) -> ImageDataLoadingResult {
         let payload = try await download(url: url, options: options, decode: false)
-        return ImageDataLoadingResult(url: url, data: payload.data, response: payload.response, metrics: payload.metrics)
+        return ImageDataLoadingResult(url: payload.metrics.originalURL, data: payload.data, response: payload.response, metrics: payload.metrics)
     }
 
     private func download(url: URL, options: DownloadOptions, decode: Bool) async throws(HalcyonError) -> DownloadPayload {
@@ -414,12 +414,12 @@ public final class ImageDownloader: Sendable {
 
 extension ImageLoadingResult {
     /// The result for a decoding callback; `deliver` always sets the image for those.
-    static func make(_ payload: DownloadPayload, url: URL) -> Result<ImageLoadingResult, HalcyonError> {
+    static func make(_ payload: DownloadPayload) -> Result<ImageLoadingResult, HalcyonError> {
         guard let image = payload.image else {
             return .failure(.processorError(reason: .processingFailed(operation: "download", message: "no image was decoded")))
         }
         return .success(ImageLoadingResult(
-            image: image, url: url, originalData: payload.data, response: payload.response, metrics: payload.metrics))
+            image: image, url: payload.metrics.originalURL, originalData: payload.data, response: payload.response, metrics: payload.metrics))
     }
 }
 

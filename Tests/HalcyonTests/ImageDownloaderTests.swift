@@ -1,0 +1,760 @@
+import Foundation
+import Halcyon
+import Synchronization
+import Testing
+
+/// Behaviour of ``ImageDownloader`` against a real loopback server.
+@Suite struct ImageDownloaderTests {
+    // MARK: - Fixtures
+
+    static let png: Data = {
+        var pixels = [UInt8](repeating: 0, count: 64 * 48 * 4)
+        for index in 0..<(64 * 48) {
+            pixels[index * 4] = UInt8(index % 251)
+            pixels[index * 4 + 1] = UInt8((index / 64) * 5 % 256)
+            pixels[index * 4 + 2] = 200
+            pixels[index * 4 + 3] = 255
+        }
+        return (try? Image(rgbaPixels: pixels, width: 64, height: 48).encoded(as: .png())) ?? Data()
+    }()
+
+    /// Runs `body` with a fresh server and downloader, shutting both down afterwards.
+    func withServer(
+        _ configure: (ImageDownloader) -> Void = { _ in },
+        _ body: (TestHTTPServer, ImageDownloader) async throws -> Void
+    ) async throws {
+        let server = try await TestHTTPServer.start(image: Self.png)
+        let downloader = ImageDownloader(name: "test")
+        configure(downloader)
+        do {
+            try await body(server, downloader)
+        } catch {
+            await downloader.shutdown()
+            await server.shutdown()
+            throw error
+        }
+        await downloader.shutdown()
+        await server.shutdown()
+    }
+
+    /// The error a download fails with, or nil when it succeeds.
+    func failure(_ downloader: ImageDownloader, _ url: URL, options: DownloadOptions = .default) async -> HalcyonError? {
+        do {
+            _ = try await downloader.downloadImage(with: url, options: options)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Starts a completion-handler download and returns its task and a way to await its single result.
+    func start(
+        _ downloader: ImageDownloader, _ url: URL, options: DownloadOptions = .default, calls: CallCounter = CallCounter()
+    ) -> (DownloadTask?, () async -> Result<ImageLoadingResult, HalcyonError>) {
+        let box = ResultBox()
+        let task = downloader.downloadImage(with: url, options: options) { result in
+            calls.increment()
+            box.set(result)
+        }
+        return (task, { await box.value() })
+    }
+
+    // MARK: - Basic downloads
+
+    @Test func downloadsAndDecodesAnImage() async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/image/basic")
+            let result = try await downloader.downloadImage(with: url)
+            #expect(result.image.width == 64)
+            #expect(result.image.height == 48)
+            #expect(result.originalData == Self.png)
+            #expect(result.url == url)
+            #expect(result.metrics.statusCode == 200)
+            #expect(result.metrics.receivedBytes == Self.png.count)
+            #expect(result.metrics.redirectCount == 0)
+            #expect(result.metrics.totalDuration >= result.metrics.responseHeadDuration)
+            #expect(result.response.value(forHTTPHeaderField: "ETag") == "\"v1\"")
+        }
+    }
+
+    @Test func completionHandlerRunsOnceOnTheCallbackQueue() async throws {
+        try await withServer { server, downloader in
+            let queue = DispatchQueue(label: "callbacks")
+            let key = DispatchSpecificKey<Int>()
+            queue.setSpecific(key: key, value: 7)
+            let onQueue = Mutex(false)
+            let calls = CallCounter()
+            let box = ResultBox()
+            let task = downloader.downloadImage(with: server.url("/image/queue"), options: DownloadOptions(callbackQueue: .dispatch(queue))) { result in
+                onQueue.withLock { $0 = DispatchQueue.getSpecific(key: key) == 7 }
+                calls.increment()
+                box.set(result)
+            }
+            #expect(task != nil)
+            let result = await box.value()
+            #expect((try? result.get())?.image.width == 64)
+            #expect(onQueue.withLock { $0 })
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(calls.count == 1)
+        }
+    }
+
+    @Test func downloadDataSkipsDecoding() async throws {
+        try await withServer { server, downloader in
+            let result = try await downloader.downloadData(with: server.url("/image/raw"))
+            #expect(result.data == Self.png)
+            #expect(result.response.statusCode == 200)
+        }
+    }
+
+    @Test func invalidURLFailsAtOnce() async throws {
+        let downloader = ImageDownloader(name: "invalid")
+        let box = ResultBox()
+        let task = downloader.downloadImage(with: URL(string: "file:///tmp/x.png")!) { box.set($0) }
+        #expect(task == nil)
+        guard case .failure(.requestError(.invalidURL)) = await box.value() else {
+            Issue.record("expected invalidURL")
+            return
+        }
+        let error = await failure(downloader, URL(string: "ftp://example.com/a.png")!)
+        guard case .requestError(.invalidURL) = error else {
+            Issue.record("expected invalidURL, got \(String(describing: error))")
+            return
+        }
+        await downloader.shutdown()
+    }
+
+    // MARK: - Coalescing
+
+    @Test func hundredConcurrentRequestsShareOneHit() async throws {
+        try await withServer { server, downloader in
+            let target = "/slow/shared?delay=20&chunks=3"
+            let url = server.url(target)
+            let widths = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<100 {
+                    group.addTask { try await downloader.downloadImage(with: url).image.width }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(widths.count == 100)
+            #expect(widths.allSatisfy { $0 == 64 })
+            #expect(server.hits(target) == 1)
+        }
+    }
+
+    @Test func decodesOncePerProcessorAndFansOut() async throws {
+        try await withServer { server, downloader in
+            let counts = Mutex([String: Int]())
+            func processor(_ name: String) -> any ImageProcessor {
+                GeneralProcessor(identifier: name) { item, options throws(HalcyonError) in
+                    counts.withLock { $0[name, default: 0] += 1 }
+                    return try DefaultImageProcessor.default.process(item: item, options: options)
+                }
+            }
+            let url = server.url("/slow/fanout?delay=30&chunks=2")
+            var waits: [() async -> Result<ImageLoadingResult, HalcyonError>] = []
+            for index in 0..<20 {
+                var options = DownloadOptions()
+                options.processor = processor(index.isMultiple(of: 2) ? "a" : "b")
+                waits.append(start(downloader, url, options: options).1)
+            }
+            for wait in waits {
+                #expect((try? await wait().get())?.image.width == 64)
+            }
+            #expect(counts.withLock { $0 } == ["a": 1, "b": 1])
+            #expect(server.hits("/slow/fanout?delay=30&chunks=2") == 1)
+        }
+    }
+
+    @Test func modifiedURLIsTheCoalescingKey() async throws {
+        try await withServer { server, downloader in
+            let target = server.url("/slow/rewritten?delay=30&chunks=2")
+            let options = DownloadOptions(requestModifier: AnyModifier { request in
+                var request = request
+                request.url = target
+                return request
+            })
+            async let first = downloader.downloadImage(with: server.url("/image/one"), options: options)
+            async let second = downloader.downloadImage(with: server.url("/image/two"), options: options)
+            let results = try await [first, second]
+            #expect(results.map(\.url) == [target, target])
+            #expect(server.hits("/slow/rewritten?delay=30&chunks=2") == 1)
+            #expect(server.hits("/image/one") == 0)
+        }
+    }
+
+    @Test func cancellingOneOfTwoLetsTheOtherComplete() async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/slow/two?delay=60&chunks=3")
+            let (firstTask, firstResult) = start(downloader, url)
+            let (_, secondResult) = start(downloader, url)
+            firstTask?.cancel()
+            guard case .failure(.requestError(.taskCancelled)) = await firstResult() else {
+                Issue.record("the cancelled caller must get taskCancelled")
+                return
+            }
+            #expect((try? await secondResult().get())?.image.width == 64)
+            #expect(server.hits("/slow/two?delay=60&chunks=3") == 1)
+            #expect(server.clientClosedWhileOpen == 0)
+        }
+    }
+
+    @Test func cancellingEveryCallerClosesTheConnection() async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/hang/all")
+            let (first, firstResult) = start(downloader, url)
+            let (second, secondResult) = start(downloader, url)
+            #expect(await server.wait { server.inFlight == 1 })
+            #expect(first?.sessionTask === second?.sessionTask)
+            first?.cancel()
+            second?.cancel()
+            guard case .failure(.requestError(.taskCancelled)) = await firstResult(),
+                  case .failure(.requestError(.taskCancelled)) = await secondResult() else {
+                Issue.record("both callers must get taskCancelled")
+                return
+            }
+            #expect(await server.wait { server.clientClosedWhileOpen == 1 })
+            #expect(await server.wait { downloader.activeRequestCount == 0 })
+        }
+    }
+
+    @Test func cancellingTheSwiftTaskCancelsTheDownload() async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/hang/swift")
+            let task = Task { await failure(downloader, url) }
+            #expect(await server.wait { server.inFlight == 1 })
+            task.cancel()
+            guard case .requestError(.taskCancelled) = await task.value else {
+                Issue.record("expected taskCancelled")
+                return
+            }
+            #expect(await server.wait { server.clientClosedWhileOpen == 1 })
+        }
+    }
+
+    @Test func noCallbackIsLostOrCalledTwice() async throws {
+        try await withServer { server, downloader in
+            let calls = CallCounter()
+            var tasks: [DownloadTask] = []
+            var waits: [() async -> Result<ImageLoadingResult, HalcyonError>] = []
+            for index in 0..<200 {
+                let url = server.url("/slow/race\(index % 4)?delay=5&chunks=2")
+                let (task, wait) = start(downloader, url, calls: calls)
+                if let task { tasks.append(task) }
+                waits.append(wait)
+                if index.isMultiple(of: 3) { tasks.randomElement()?.cancel() }
+            }
+            for task in tasks where Bool.random() { task.cancel() }
+            for wait in waits { _ = await wait() }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(calls.count == 200)
+        }
+    }
+
+    // MARK: - Limits and order
+
+    @Test func concurrencyLimitIsRespected() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 3 }) { server, downloader in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<12 {
+                    group.addTask { _ = try await downloader.downloadImage(with: server.url("/slow/limit\(index)?delay=20&chunks=2")) }
+                }
+                try await group.waitForAll()
+            }
+            #expect(server.maxInFlight <= 3)
+            #expect(server.maxInFlight >= 2)
+            #expect(server.totalHits == 12)
+        }
+    }
+
+    @Test func defaultSettings() {
+        let downloader = ImageDownloader(name: "defaults")
+        #expect(downloader.downloadTimeout == 15)
+        #expect(downloader.maxConcurrentDownloads == 6)
+        #expect(downloader.maxResponseBytes == 50 * 1024 * 1024)
+        #expect(downloader.executionOrder == .fifo)
+        #expect(ImageDownloader.default.name == "default")
+    }
+
+    @Test func lifoStartsTheNewestWaitingRequestFirst() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 1; $0.executionOrder = .lifo }) { server, downloader in
+            let (_, blocker) = start(downloader, server.url("/delayed/blocker?delay=150"))
+            #expect(await server.wait { server.inFlight == 1 })
+            let waits = (1...4).map { start(downloader, server.url("/image/lifo\($0)")).1 }
+            _ = await blocker()
+            for wait in waits { _ = await wait() }
+            #expect(server.requestOrder == ["/delayed/blocker?delay=150", "/image/lifo4", "/image/lifo3", "/image/lifo2", "/image/lifo1"])
+        }
+    }
+
+    @Test func fifoWithPriorityStartsTheHighestPriorityFirst() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 1 }) { server, downloader in
+            let (_, blocker) = start(downloader, server.url("/delayed/blocker?delay=150"))
+            #expect(await server.wait { server.inFlight == 1 })
+            let low = DownloadOptions(priority: 0.1)
+            let high = DownloadOptions(priority: 0.9)
+            let waits = [
+                start(downloader, server.url("/image/a"), options: low).1,
+                start(downloader, server.url("/image/b"), options: low).1,
+                start(downloader, server.url("/image/c"), options: high).1,
+            ]
+            _ = await blocker()
+            for wait in waits { _ = await wait() }
+            #expect(server.requestOrder == ["/delayed/blocker?delay=150", "/image/c", "/image/a", "/image/b"])
+        }
+    }
+
+    @Test func contentLengthOverTheLimitFailsBeforeTheBody() async throws {
+        try await withServer({ $0.maxResponseBytes = 100_000 }) { server, downloader in
+            let error = await failure(downloader, server.url("/huge/declared?bytes=4000000&declare=1"))
+            guard case .responseError(.tooLarge(_, let limit, let received)) = error else {
+                Issue.record("expected tooLarge, got \(String(describing: error))")
+                return
+            }
+            #expect(limit == 100_000)
+            #expect(received == 4_000_000)
+        }
+    }
+
+    @Test func streamedBodyOverTheLimitFails() async throws {
+        try await withServer({ $0.maxResponseBytes = 100_000 }) { server, downloader in
+            let error = await failure(downloader, server.url("/huge/chunked?bytes=4000000&declare=0"))
+            guard case .responseError(.tooLarge(_, 100_000, let received)) = error else {
+                Issue.record("expected tooLarge, got \(String(describing: error))")
+                return
+            }
+            #expect(received > 100_000)
+            #expect(received < 4_000_000)
+        }
+    }
+
+    // MARK: - Timeouts and broken responses
+
+    @Test func delayedHeadersTimeOut() async throws {
+        try await withServer({ $0.downloadTimeout = 0.3 }) { server, downloader in
+            let started = Date()
+            let error = await failure(downloader, server.url("/delayed/late?delay=3000"))
+            guard case .responseError(.timedOut(_, let after)) = error else {
+                Issue.record("expected timedOut, got \(String(describing: error))")
+                return
+            }
+            #expect(after == 0.3)
+            #expect(Date().timeIntervalSince(started) < 2)
+        }
+    }
+
+    @Test func stalledBodyTimesOut() async throws {
+        try await withServer({ $0.downloadTimeout = 0.3 }) { server, downloader in
+            let error = await failure(downloader, server.url("/wrong-length/stall"))
+            guard case .responseError(.timedOut) = error else {
+                Issue.record("expected timedOut, got \(String(describing: error))")
+                return
+            }
+            #expect(await server.wait { server.clientClosedWhileOpen == 1 })
+        }
+    }
+
+    @Test func slowButSteadyBodyDoesNotTimeOut() async throws {
+        try await withServer({ $0.downloadTimeout = 0.3 }) { server, downloader in
+            let result = try await downloader.downloadImage(with: server.url("/slow/steady?delay=100&chunks=6"))
+            #expect(result.originalData == Self.png)
+        }
+    }
+
+    @Test func truncatedBodyIsReported() async throws {
+        try await withServer { server, downloader in
+            let error = await failure(downloader, server.url("/truncated/t"))
+            guard case .responseError(.truncatedBody(_, let expected, let received)) = error else {
+                Issue.record("expected truncatedBody, got \(String(describing: error))")
+                return
+            }
+            #expect(expected == Self.png.count)
+            #expect(received == Self.png.count / 2)
+        }
+    }
+
+    @Test func emptyBodyIsReported() async throws {
+        try await withServer { server, downloader in
+            let error = await failure(downloader, server.url("/empty/e"))
+            guard case .responseError(.emptyBody) = error else {
+                Issue.record("expected emptyBody, got \(String(describing: error))")
+                return
+            }
+        }
+    }
+
+    @Test(arguments: [404, 500])
+    func badStatusIsReportedWithTheCode(code: Int) async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/status/\(code)")
+            let error = await failure(downloader, url)
+            guard case .responseError(.invalidHTTPStatusCode(let failedURL, let status)) = error else {
+                Issue.record("expected invalidHTTPStatusCode, got \(String(describing: error))")
+                return
+            }
+            #expect(status == code)
+            #expect(failedURL == url)
+        }
+    }
+
+    @Test func refusedConnectionIsReported() async throws {
+        let server = try await TestHTTPServer.start(image: Self.png)
+        let url = server.url("/image/closed")
+        await server.shutdown()
+        let downloader = ImageDownloader(name: "refused")
+        let error = await failure(downloader, url)
+        await downloader.shutdown()
+        guard case .requestError(.cannotConnect(let failedURL, _)) = error else {
+            Issue.record("expected cannotConnect, got \(String(describing: error))")
+            return
+        }
+        #expect(failedURL == url)
+    }
+
+    @Test func undecodableBodyIsAProcessorError() async throws {
+        try await withServer { server, downloader in
+            let error = await failure(downloader, server.url("/huge/zeros?bytes=1000&declare=1"))
+            guard case .processorError = error else {
+                Issue.record("expected a processor error, got \(String(describing: error))")
+                return
+            }
+        }
+    }
+
+    @Test func gzipBodyIsDecompressed() async throws {
+        try await withServer { server, downloader in
+            let result = try await downloader.downloadImage(with: server.url("/gzip/g"))
+            #expect(result.originalData == Self.png)
+            #expect(server.headers("/gzip/g").first?["accept-encoding"]?.contains("gzip") == true)
+        }
+    }
+
+    @Test func progressIsReportedWhileStreaming() async throws {
+        try await withServer { server, downloader in
+            let progress = Mutex([(Int64, Int64)]())
+            var options = DownloadOptions()
+            options.progressBlock = { received, total in progress.withLock { $0.append((received, total)) } }
+            _ = try await downloader.downloadImage(with: server.url("/slow/progress?delay=10&chunks=4"), options: options)
+            let seen = progress.withLock { $0 }
+            #expect(seen.count >= 2)
+            #expect(seen.last?.0 == Int64(Self.png.count))
+            #expect(seen.allSatisfy { $0.1 == Int64(Self.png.count) })
+            #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.0 < $1.0 })
+        }
+    }
+
+    // MARK: - Redirects
+
+    @Test func redirectChainIsFollowed() async throws {
+        try await withServer { server, downloader in
+            let result = try await downloader.downloadImage(with: server.url("/redirect/3"))
+            #expect(result.metrics.redirectCount == 3)
+            #expect(result.metrics.url == server.url("/redirect/0"))
+            #expect(result.originalData == Self.png)
+        }
+    }
+
+    @Test func redirectLoopStopsAtTheLimit() async throws {
+        try await withServer { server, downloader in
+            let error = await failure(downloader, server.url("/loop/a"))
+            guard case .requestError(.tooManyRedirects(_, 10)) = error else {
+                Issue.record("expected tooManyRedirects, got \(String(describing: error))")
+                return
+            }
+            #expect(server.hits("/loop/a") + server.hits("/loop/b") == 11)
+        }
+    }
+
+    @Test func maxRedirectsIsConfigurable() async throws {
+        try await withServer({ $0.maxRedirects = 2 }) { server, downloader in
+            let error = await failure(downloader, server.url("/redirect/3"))
+            guard case .requestError(.tooManyRedirects(_, 2)) = error else {
+                Issue.record("expected tooManyRedirects, got \(String(describing: error))")
+                return
+            }
+        }
+    }
+
+    @Test func redirectHandlerCanBlock() async throws {
+        try await withServer { server, downloader in
+            var options = DownloadOptions()
+            options.redirectHandler = AnyRedirectHandler { _, _, _ in nil }
+            let error = await failure(downloader, server.url("/redirect/1"), options: options)
+            guard case .requestError(.redirectBlocked(_, let location)) = error else {
+                Issue.record("expected redirectBlocked, got \(String(describing: error))")
+                return
+            }
+            #expect(location == server.url("/redirect/0"))
+            #expect(server.hits("/redirect/0") == 0)
+        }
+    }
+
+    @Test func redirectHandlerCanRewrite() async throws {
+        try await withServer { server, downloader in
+            var options = DownloadOptions()
+            options.redirectHandler = AnyRedirectHandler { _, response, request in
+                #expect(response.statusCode == 302)
+                var request = request
+                request.url = server.url("/image/rewritten")
+                request.setValue("yes", forHTTPHeaderField: "X-Rewritten")
+                return request
+            }
+            let result = try await downloader.downloadImage(with: server.url("/redirect/1"), options: options)
+            #expect(result.originalData == Self.png)
+            #expect(server.hits("/image/rewritten") == 1)
+            #expect(server.headers("/image/rewritten").first?["x-rewritten"] == "yes")
+        }
+    }
+
+    @Test func redirectToANonHTTPLocationFails() async throws {
+        try await withServer { server, downloader in
+            let error = await failure(downloader, server.url("/redirect-to?location=file:///etc/passwd"))
+            guard case .requestError(.invalidRedirect) = error else {
+                Issue.record("expected invalidRedirect, got \(String(describing: error))")
+                return
+            }
+        }
+    }
+
+    // MARK: - Request modifiers, headers and credentials
+
+    @Test func requestModifierReturningNilIsAnEmptyRequest() async throws {
+        try await withServer { server, downloader in
+            let sync = DownloadOptions(requestModifier: AnyModifier { _ in nil })
+            let box = ResultBox()
+            let task = downloader.downloadImage(with: server.url("/image/nil"), options: sync) { box.set($0) }
+            #expect(task == nil)
+            guard case .failure(.requestError(.emptyRequest)) = await box.value() else {
+                Issue.record("expected emptyRequest")
+                return
+            }
+            let asyncOptions = DownloadOptions(requestModifier: AnyAsyncModifier { _ in nil })
+            guard case .requestError(.emptyRequest) = await failure(downloader, server.url("/image/nil"), options: asyncOptions) else {
+                Issue.record("expected emptyRequest from the async modifier")
+                return
+            }
+            #expect(server.totalHits == 0)
+        }
+    }
+
+    @Test func headersFromTheDownloaderAndModifiersAreSent() async throws {
+        try await withServer({ $0.httpHeaders = ["X-Client": "halcyon"] }) { server, downloader in
+            let options = DownloadOptions(requestModifier: AnyAsyncModifier { request in
+                try? await Task.sleep(for: .milliseconds(5))
+                var request = request
+                request.setValue("42", forHTTPHeaderField: "X-Trace")
+                return request
+            })
+            _ = try await downloader.downloadImage(with: server.url("/image/headers"), options: options)
+            let headers = server.headers("/image/headers").first ?? [:]
+            #expect(headers["x-client"] == "halcyon")
+            #expect(headers["x-trace"] == "42")
+        }
+    }
+
+    @Test func authRequiredFailsWithoutCredentials() async throws {
+        try await withServer { server, downloader in
+            guard case .responseError(.invalidHTTPStatusCode(_, 401)) = await failure(downloader, server.url("/auth/none")) else {
+                Issue.record("expected 401")
+                return
+            }
+        }
+    }
+
+    @Test func basicCredentialIsSentToItsHost() async throws {
+        try await withServer({ $0.setCredential(.basic(username: "user", password: "pass"), forHost: "127.0.0.1") }) { server, downloader in
+            let result = try await downloader.downloadImage(with: server.url("/auth/basic"))
+            #expect(result.originalData == Self.png)
+        }
+    }
+
+    @Test func bearerCredentialIsSent() async throws {
+        try await withServer({ $0.setCredential(.bearer(token: "secret"), forHost: "127.0.0.1") }) { server, downloader in
+            _ = try await downloader.downloadImage(with: server.url("/auth/bearer"))
+            #expect(server.headers("/auth/bearer").first?["authorization"] == "Bearer secret")
+        }
+    }
+
+    @Test func credentialForAnotherHostIsNotSent() async throws {
+        try await withServer({ $0.setCredential(.bearer(token: "secret"), forHost: "example.com") }) { server, downloader in
+            guard case .responseError(.invalidHTTPStatusCode(_, 401)) = await failure(downloader, server.url("/auth/other")) else {
+                Issue.record("expected 401")
+                return
+            }
+            #expect(server.headers("/auth/other").first?["authorization"] == nil)
+        }
+    }
+
+    // MARK: - Delegate
+
+    @Test func delegateSeesEveryStage() async throws {
+        let delegate = RecordingDelegate()
+        try await withServer({ $0.delegate = delegate }) { server, downloader in
+            _ = try await downloader.downloadImage(with: server.url("/image/delegate"))
+            #expect(delegate.events == ["willDownload", "didReceive", "didFinish", "didDownloadData", "didDownloadImage"])
+        }
+    }
+
+    @Test func delegateCanCancelOnTheResponseHead() async throws {
+        let delegate = RecordingDelegate()
+        delegate.disposition = .cancel
+        try await withServer({ $0.delegate = delegate }) { server, downloader in
+            guard case .responseError(.rejected) = await failure(downloader, server.url("/image/head")) else {
+                Issue.record("expected rejected")
+                return
+            }
+        }
+    }
+
+    @Test func delegateCanRejectOrRewriteData() async throws {
+        let delegate = RecordingDelegate()
+        try await withServer({ $0.delegate = delegate }) { server, downloader in
+            delegate.rewrite = { _ in nil }
+            guard case .responseError(.rejected) = await failure(downloader, server.url("/image/reject")) else {
+                Issue.record("expected rejected")
+                return
+            }
+            delegate.rewrite = { _ in Self.png }
+            let result = try await downloader.downloadImage(with: server.url("/huge/rewrite?bytes=100&declare=1"))
+            #expect(result.originalData == Self.png)
+        }
+    }
+
+    @Test func delegateDecidesWhichStatusIsValid() async throws {
+        let delegate = RecordingDelegate()
+        delegate.validCodes = 201..<202
+        try await withServer({ $0.delegate = delegate }) { server, downloader in
+            guard case .responseError(.invalidHTTPStatusCode(_, 200)) = await failure(downloader, server.url("/image/strict")) else {
+                Issue.record("expected 200 to be refused")
+                return
+            }
+        }
+    }
+
+    // MARK: - Resumable downloads
+
+    @Test func interruptedDownloadResumesWithRange() async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/range/resume")
+            guard case .responseError(.truncatedBody) = await failure(downloader, url) else {
+                Issue.record("the first attempt must be truncated")
+                return
+            }
+            let result = try await downloader.downloadImage(with: url)
+            #expect(result.originalData == Self.png)
+            #expect(result.metrics.statusCode == 206)
+            #expect(result.metrics.resumedBytes == Self.png.count / 2)
+            #expect(result.metrics.receivedBytes == Self.png.count - Self.png.count / 2)
+            let second = server.headers("/range/resume").last ?? [:]
+            #expect(second["range"] == "bytes=\(Self.png.count / 2)-")
+            #expect(second["if-range"] == "\"r1\"")
+        }
+    }
+
+    @Test func responseWithoutValidatorIsNotResumed() async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/truncated/novalidator")
+            _ = await failure(downloader, url)
+            _ = await failure(downloader, url)
+            #expect(server.headers("/truncated/novalidator").allSatisfy { $0["range"] == nil })
+        }
+    }
+
+    @Test func shutDownDownloaderRefusesRequests() async throws {
+        let downloader = ImageDownloader(name: "closed")
+        await downloader.shutdown()
+        guard case .requestError(.downloaderShutDown) = await failure(downloader, URL(string: "http://127.0.0.1:9/x.png")!) else {
+            Issue.record("expected downloaderShutDown")
+            return
+        }
+    }
+}
+
+// MARK: - Helpers
+
+/// Counts calls from any thread.
+final class CallCounter: Sendable {
+    private let value = Mutex(0)
+    func increment() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
+}
+
+/// Holds one result and lets a test await it.
+final class ResultBox: Sendable {
+    private let state = Mutex<(Result<ImageLoadingResult, HalcyonError>?, [CheckedContinuation<Result<ImageLoadingResult, HalcyonError>, Never>])>((nil, []))
+
+    func set(_ result: Result<ImageLoadingResult, HalcyonError>) {
+        let waiters = state.withLock { state in
+            state.0 = result
+            defer { state.1 = [] }
+            return state.1
+        }
+        waiters.forEach { $0.resume(returning: result) }
+    }
+
+    func value() async -> Result<ImageLoadingResult, HalcyonError> {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Result<ImageLoadingResult, HalcyonError>? in
+                if let result = state.0 { return result }
+                state.1.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+/// Records delegate calls and answers as configured; one lock.
+final class RecordingDelegate: ImageDownloaderDelegate {
+    private struct State {
+        var events: [String] = []
+        var disposition: ResponseDisposition = .allow
+        var rewrite: (@Sendable (Data) -> Data?)?
+        var validCodes: Range<Int> = 200..<400
+    }
+
+    private let state = Mutex(State())
+
+    var events: [String] { state.withLock { $0.events } }
+    var disposition: ResponseDisposition {
+        get { state.withLock { $0.disposition } }
+        set { state.withLock { $0.disposition = newValue } }
+    }
+    var rewrite: (@Sendable (Data) -> Data?)? {
+        get { state.withLock { $0.rewrite } }
+        set { state.withLock { $0.rewrite = newValue } }
+    }
+    var validCodes: Range<Int> {
+        get { state.withLock { $0.validCodes } }
+        set { state.withLock { $0.validCodes = newValue } }
+    }
+
+    private func record(_ event: String) { state.withLock { $0.events.append(event) } }
+
+    func imageDownloader(_ downloader: ImageDownloader, willDownloadImageForURL url: URL, with request: ImageDownloadRequest) {
+        record("willDownload")
+    }
+
+    func imageDownloader(_ downloader: ImageDownloader, didFinishDownloadingImageForURL url: URL, with response: ImageDownloadResponse?, error: HalcyonError?) {
+        record("didFinish")
+    }
+
+    func imageDownloader(_ downloader: ImageDownloader, didReceive response: ImageDownloadResponse) -> ResponseDisposition {
+        record("didReceive")
+        return disposition
+    }
+
+    func imageDownloader(_ downloader: ImageDownloader, didDownload data: Data, for url: URL) -> Data? {
+        record("didDownloadData")
+        guard let rewrite else { return data }
+        return rewrite(data)
+    }
+
+    func imageDownloader(_ downloader: ImageDownloader, didDownload image: Image, for url: URL, with response: ImageDownloadResponse) {
+        record("didDownloadImage")
+    }
+
+    func isValidStatusCode(_ code: Int, for downloader: ImageDownloader) -> Bool {
+        validCodes.contains(code)
+    }
+}
