@@ -8,11 +8,21 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Halcyon", path: ".."),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .executableTarget(
             name: "ThumbnailBenchmark",
             dependencies: [.product(name: "Halcyon", package: "Halcyon")]
+        ),
+        .executableTarget(
+            name: "DownloadBenchmark",
+            dependencies: [
+                .product(name: "Halcyon", package: "Halcyon"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -32,38 +32,30 @@ struct HTTPTransport: Sendable {
     let downloader: ImageDownloader
     let settings: FetchSettings
     let resumable: ResumableDataStore
+    let idleMonitor: IdleMonitor
 
     // MARK: - Entry
 
     func fetch(_ task: SessionDataTask) async -> Result<FetchOutcome, HalcyonError> {
         let timeout = task.request.timeoutInterval ?? settings.timeout
-        let activity = ActivityClock()
+        let activity = idleMonitor.watch(timeout: timeout) { task.cancelRunningRequest() }
+        let result: Result<FetchOutcome, HalcyonError>
         do {
-            let outcome = try await withThrowingTaskGroup(of: FetchOutcome?.self) { group in
-                group.addTask { try await self.run(task, activity: activity) }
-                group.addTask {
-                    try await activity.watch(timeout: timeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                while let next = try await group.next() {
-                    if let outcome = next { return outcome }
-                }
-                throw CancellationError()
-            }
-            return .success(outcome)
-        } catch is HTTPTransportIdleTimeout {
-            return .failure(.responseError(reason: .timedOut(url: task.url, after: timeout)))
+            result = .success(try await run(task, activity: activity))
         } catch let error as HalcyonError {
-            return .failure(error)
+            result = .failure(error)
         } catch {
-            return .failure(Self.map(error, url: task.url, timeout: timeout))
+            result = .failure(Self.map(error, url: task.url, timeout: timeout))
         }
+        if activity.end() {
+            return .failure(.responseError(reason: .timedOut(url: task.url, after: timeout)))
+        }
+        return result
     }
 
     // MARK: - Request loop
 
-    private func run(_ task: SessionDataTask, activity: ActivityClock) async throws -> FetchOutcome {
+    private func run(_ task: SessionDataTask, activity: IdleMonitor.Watch) async throws -> FetchOutcome {
         let start = ContinuousClock.now
         let startDate = Date()
         let queueDuration = (start - task.enqueuedAt).seconds
@@ -126,7 +118,7 @@ struct HTTPTransport: Sendable {
         head: ImageDownloadResponse,
         task: SessionDataTask,
         resume: ResumableDataStore.Entry?,
-        activity: ActivityClock,
+        activity: IdleMonitor.Watch,
         measure: (Int, Int) -> NetworkMetrics
     ) async throws -> FetchOutcome {
         let url = task.url
@@ -188,7 +180,7 @@ struct HTTPTransport: Sendable {
     }
 
     /// Reads and drops the body of a redirect answer so its connection can be reused.
-    private func drain(_ body: HTTPClientResponse.Body, activity: ActivityClock) async throws {
+    private func drain(_ body: HTTPClientResponse.Body, activity: IdleMonitor.Watch) async throws {
         var count = 0
         for try await buffer in body {
             activity.touch()
@@ -262,31 +254,6 @@ struct HTTPTransport: Sendable {
         return .responseError(reason: .networkError(url: url, message: String(describing: error)))
     }
 }
-
-// MARK: - Idle watchdog
-
-/// The time of the last network activity of one fetch, and a watchdog on it.
-final class ActivityClock: Sendable {
-    private let last = Mutex(ContinuousClock.now)
-
-    /// Records activity now.
-    func touch() {
-        last.withLock { $0 = .now }
-    }
-
-    /// Returns normally never: throws when idle for `timeout`, or when cancelled.
-    func watch(timeout: TimeInterval) async throws {
-        let limit = Duration.milliseconds(Int64((max(timeout, 0.001) * 1000).rounded()))
-        while true {
-            let idle = ContinuousClock.now - last.withLock { $0 }
-            if idle >= limit { throw HTTPTransportIdleTimeout() }
-            try await Task.sleep(for: limit - idle)
-        }
-    }
-}
-
-/// Thrown by ``ActivityClock/watch(timeout:)``.
-struct HTTPTransportIdleTimeout: Error {}
 
 extension Duration {
     /// This duration in seconds.

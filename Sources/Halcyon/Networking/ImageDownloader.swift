@@ -34,6 +34,7 @@ public final class ImageDownloader: Sendable {
 
     private let state: Mutex<State>
     private let resumable = ResumableDataStore()
+    private let idleMonitor = IdleMonitor()
 
     private struct State {
         var downloadTimeout: TimeInterval = 15
@@ -49,7 +50,13 @@ public final class ImageDownloader: Sendable {
         var isShutDown = false
         var tasks: [URL: SessionDataTask] = [:]
         var running = 0
-        var waiting: [SessionDataTask] = []
+        var waiting: [Waiting] = []
+    }
+
+    /// A task waiting for a slot, with the highest priority any of its callers asked for.
+    private struct Waiting {
+        let task: SessionDataTask
+        var priority: Float
     }
 
     /// Makes a downloader; its HTTP client is created on the first request.
@@ -237,6 +244,9 @@ public final class ImageDownloader: Sendable {
         let registration = state.withLock { state -> (SessionDataTask, CancelToken, [SessionDataTask])? in
             guard !state.isShutDown else { return nil }
             if let existing = state.tasks[request.url], let token = existing.add(callback) {
+                if let index = state.waiting.firstIndex(where: { $0.task === existing }) {
+                    state.waiting[index].priority = max(state.waiting[index].priority, callback.options.priority)
+                }
                 return (existing, token, [])
             }
             let task = SessionDataTask(request: request, redirectHandler: callback.options.redirectHandler) { [weak self] task in
@@ -244,7 +254,7 @@ public final class ImageDownloader: Sendable {
             }
             guard let token = task.add(callback) else { return nil }
             state.tasks[request.url] = task
-            state.waiting.append(task)
+            state.waiting.append(Waiting(task: task, priority: callback.options.priority))
             return (task, token, Self.dequeueReady(&state))
         }
         guard let (task, token, ready) = registration else {
@@ -258,7 +268,7 @@ public final class ImageDownloader: Sendable {
     private func abandon(_ task: SessionDataTask) {
         state.withLock { state in
             if state.tasks[task.url] === task { state.tasks[task.url] = nil }
-            state.waiting.removeAll { $0 === task }
+            state.waiting.removeAll { $0.task === task }
         }
     }
 
@@ -267,7 +277,6 @@ public final class ImageDownloader: Sendable {
     /// Takes waiting tasks while slots are free: highest priority first, then by execution order.
     private static func dequeueReady(_ state: inout State) -> [SessionDataTask] {
         var ready: [SessionDataTask] = []
-        state.waiting.removeAll { $0.isSealed }
         while state.running < state.maxConcurrentDownloads, !state.waiting.isEmpty {
             var best = 0
             var bestPriority = state.waiting[0].priority
@@ -278,7 +287,9 @@ public final class ImageDownloader: Sendable {
                     bestPriority = priority
                 }
             }
-            ready.append(state.waiting.remove(at: best))
+            let task = state.waiting.remove(at: best).task
+            guard !task.isSealed else { continue }
+            ready.append(task)
             state.running += 1
         }
         return ready
@@ -304,7 +315,8 @@ public final class ImageDownloader: Sendable {
         let result: Result<FetchOutcome, HalcyonError>
         if let (client, settings) = setup {
             delegate?.imageDownloader(self, willDownloadImageForURL: task.url, with: task.request)
-            let transport = HTTPTransport(client: client, downloader: self, settings: settings, resumable: resumable)
+            let transport = HTTPTransport(
+                client: client, downloader: self, settings: settings, resumable: resumable, idleMonitor: idleMonitor)
             result = await transport.fetch(task)
         } else {
             result = .failure(.requestError(reason: .downloaderShutDown(url: task.url)))

@@ -41,6 +41,7 @@ public final class SessionDataTask: Sendable {
         var callbacks: [(id: Int, callback: Callback)] = []
         var nextID = 0
         var sealed = false
+        var cancelRequested = false
         var handle: Task<Void, Never>?
     }
 
@@ -106,9 +107,18 @@ public final class SessionDataTask: Sendable {
     func attach(_ handle: Task<Void, Never>) {
         let cancelNow = state.withLock { state -> Bool in
             state.handle = handle
-            return state.sealed
+            return state.sealed || state.cancelRequested
         }
         if cancelNow { handle.cancel() }
+    }
+
+    /// Cancels the running HTTP request without sealing (the idle timeout uses it).
+    func cancelRunningRequest() {
+        let handle = state.withLock { state -> Task<Void, Never>? in
+            state.cancelRequested = true
+            return state.handle
+        }
+        handle?.cancel()
     }
 
     /// Seals the task and takes every callback still attached.

@@ -1,0 +1,232 @@
+// Download throughput: Halcyon's ImageDownloader against `curl --parallel`, side by side in one run.
+//
+// Starts a loopback HTTP/1.1 server (NIO) serving 1000 distinct, deterministic
+// ~50 KB images (half JPEG, half PNG), then fetches all of them at concurrency
+// 16 with: Halcyon download only (`downloadData`), Halcyon download + decode
+// (`downloadImage`, default processor), and curl. Each client runs `ROUNDS`
+// times (default 3), interleaved; the table shows the median round.
+// Run: cd Benchmarks && swift run -c release DownloadBenchmark
+import Foundation
+import Halcyon
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+let imageCount = Int(ProcessInfo.processInfo.environment["IMAGES"] ?? "") ?? 1000
+let concurrency = 16
+let rounds = max(1, Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "") ?? 3)
+
+// MARK: - Deterministic bodies
+
+/// Pixels from a xorshift generator seeded by `seed`: a gradient with noise, so sizes land near 50 KB.
+func pixels(seed: Int, width: Int, height: Int, noise: Int) -> [UInt8] {
+    var state = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 | 1
+    var out = [UInt8](repeating: 255, count: width * height * 4)
+    for y in 0..<height {
+        for x in 0..<width {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            let base = (x * 255 / width + y * 255 / height + seed * 37) & 0xff
+            let index = (y * width + x) * 4
+            for channel in 0..<3 {
+                let jitter = Int((state >> (UInt64(channel) * 8)) & 0xff) % (noise + 1)
+                out[index + channel] = UInt8((base + channel * 80 + jitter) & 0xff)
+            }
+        }
+    }
+    return out
+}
+
+func makeBodies() throws -> [Data] {
+    try (0..<imageCount).map { index in
+        if index.isMultiple(of: 2) {
+            let image = try Image(rgbaPixels: pixels(seed: index, width: 240, height: 240, noise: 96), width: 240, height: 240)
+            return try image.encoded(as: .jpeg(quality: 85))
+        } else {
+            let image = try Image(rgbaPixels: pixels(seed: index, width: 150, height: 150, noise: 48), width: 150, height: 150)
+            return try image.encoded(as: .png())
+        }
+    }
+}
+
+// MARK: - Loopback server
+
+/// Serves `/img/<n>` from memory with Content-Length and keep-alive.
+final class BodyHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    let bodies: [ByteBuffer]
+    private var uri = ""
+
+    init(bodies: [ByteBuffer]) { self.bodies = bodies }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            uri = head.uri
+        case .body:
+            break
+        case .end:
+            let index = uri.split(separator: "/").last.flatMap { Int($0) }
+            guard let index, bodies.indices.contains(index) else {
+                let head = HTTPResponseHead(version: .http1_1, status: .notFound, headers: ["Content-Length": "0"])
+                context.write(wrapOutboundOut(.head(head)), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                return
+            }
+            let body = bodies[index]
+            let type = index.isMultiple(of: 2) ? "image/jpeg" : "image/png"
+            let head = HTTPResponseHead(
+                version: .http1_1, status: .ok,
+                headers: ["Content-Length": String(body.readableBytes), "Content-Type": type])
+            context.write(wrapOutboundOut(.head(head)), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        }
+    }
+}
+
+func startServer(bodies: [Data]) async throws -> (any Channel, Int) {
+    let buffers = bodies.map { ByteBuffer(bytes: $0) }
+    let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        .serverChannelOption(ChannelOptions.backlog, value: 512)
+        .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+        .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+        .childChannelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                try channel.pipeline.syncOperations.addHandler(BodyHandler(bodies: buffers))
+            }
+        }
+        .bind(host: "127.0.0.1", port: 0)
+        .get()
+    guard let port = channel.localAddress?.port else { throw CancellationError() }
+    return (channel, port)
+}
+
+// MARK: - Clients
+
+struct Measurement {
+    let seconds: Double
+    let images: Int
+    let bytes: Int
+}
+
+/// Fetches every URL with the downloader; all requests are queued at once and the downloader keeps 16 running.
+func runHalcyon(_ downloader: ImageDownloader, urls: [URL], decode: Bool) async throws -> Measurement {
+    let start = ContinuousClock.now
+    let bytes = try await withThrowingTaskGroup(of: Int.self) { group in
+        for url in urls {
+            group.addTask {
+                if decode {
+                    let result = try await downloader.downloadImage(with: url)
+                    precondition(result.image.width > 0)
+                    return result.originalData.count
+                }
+                return try await downloader.downloadData(with: url).data.count
+            }
+        }
+        return try await group.reduce(0, +)
+    }
+    return Measurement(seconds: (ContinuousClock.now - start).seconds, images: urls.count, bytes: bytes)
+}
+
+/// Fetches every URL with `curl --parallel --parallel-max 16` from a config file.
+func runCurl(configPath: String, urls: [URL], expectedBytes: Int) throws -> Measurement {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["curl", "--parallel", "--parallel-max", "\(concurrency)", "--silent", "--show-error",
+                         "--fail", "--config", configPath, "--write-out", "%{size_download}\\n"]
+    let output = Pipe()
+    process.standardOutput = output
+    let start = ContinuousClock.now
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let seconds = (ContinuousClock.now - start).seconds
+    guard process.terminationStatus == 0 else { throw BenchmarkError.curlFailed(process.terminationStatus) }
+    let sizes = String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { Int($0) }
+    let bytes = sizes.reduce(0, +)
+    guard sizes.count == urls.count, bytes == expectedBytes else {
+        throw BenchmarkError.curlIncomplete(files: sizes.count, bytes: bytes)
+    }
+    return Measurement(seconds: seconds, images: urls.count, bytes: bytes)
+}
+
+enum BenchmarkError: Error {
+    case curlFailed(Int32)
+    case curlIncomplete(files: Int, bytes: Int)
+}
+
+extension Duration {
+    var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+    }
+}
+
+// MARK: - Run
+
+let generationStart = ContinuousClock.now
+let bodies = try makeBodies()
+let totalBytes = bodies.reduce(0) { $0 + $1.count }
+let averageKB = Double(totalBytes) / Double(bodies.count) / 1024
+print(String(format: "Generated %d images (avg %.1f KB, %.1f MB) in %.2f s",
+             bodies.count, averageKB, Double(totalBytes) / 1_048_576, (ContinuousClock.now - generationStart).seconds))
+
+let (server, port) = try await startServer(bodies: bodies)
+let urls = (0..<imageCount).map { URL(string: "http://127.0.0.1:\(port)/img/\($0)")! }
+let configPath = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-curl-\(port).conf").path
+let config = urls.map { "url = \"\($0.absoluteString)\"\noutput = \"/dev/null\"\n" }.joined()
+try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+defer { try? FileManager.default.removeItem(atPath: configPath) }
+
+let downloader = ImageDownloader(name: "benchmark")
+downloader.maxConcurrentDownloads = concurrency
+
+// Warm-up: connections, libvips, page cache.
+_ = try await runHalcyon(downloader, urls: Array(urls.prefix(64)), decode: true)
+_ = try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes)
+
+var results: [String: [Measurement]] = [:]
+let clients = ["Halcyon download only", "Halcyon download + decode", "curl --parallel-max 16"]
+for round in 1...rounds {
+    results[clients[2], default: []].append(try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes))
+    results[clients[0], default: []].append(try await runHalcyon(downloader, urls: urls, decode: false))
+    results[clients[1], default: []].append(try await runHalcyon(downloader, urls: urls, decode: true))
+    print("round \(round)/\(rounds): " + clients.map { String(format: "%@ %.3f s", $0, results[$0]!.last!.seconds) }.joined(separator: ", "))
+}
+
+func median(_ values: [Measurement]) -> Measurement {
+    values.sorted { $0.seconds < $1.seconds }[values.count / 2]
+}
+
+let curlMedian = median(results[clients[2]]!)
+let curlRate = Double(curlMedian.images) / curlMedian.seconds
+var table = "| client | images | seconds (median of \(rounds)) | images/s | MB/s | vs curl |\n|---|---:|---:|---:|---:|---:|\n"
+for client in clients {
+    let m = median(results[client]!)
+    let rate = Double(m.images) / m.seconds
+    table += String(format: "| %@ | %d | %.3f | %.0f | %.1f | %.2f× |\n",
+                    client, m.images, m.seconds, rate, Double(m.bytes) / 1_048_576 / m.seconds, rate / curlRate)
+}
+let header = String(format: "### DownloadBenchmark: %d distinct images (avg %.1f KB, JPEG+PNG) from loopback, concurrency %d, %d cores\n\n",
+                    imageCount, averageKB, concurrency, ProcessInfo.processInfo.activeProcessorCount)
+print("\n" + header + table)
+
+if let path = ProcessInfo.processInfo.environment["BENCH_RESULTS"], !path.isEmpty {
+    let markdown = header + table + "\n"
+    if let handle = FileHandle(forWritingAtPath: path) {
+        handle.seekToEndOfFile()
+        handle.write(Data(markdown.utf8))
+        handle.closeFile()
+    } else {
+        try markdown.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+}
+
+await downloader.shutdown()
+try await server.close()
