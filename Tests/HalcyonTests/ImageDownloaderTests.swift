@@ -291,8 +291,8 @@ import Testing
         try await withServer({ $0.maxConcurrentDownloads = 1 }) { server, downloader in
             let (_, blocker) = start(downloader, server.url("/delayed/blocker?delay=150"))
             #expect(await server.wait { server.inFlight == 1 })
-            let low = DownloadOptions(priority: 0.1)
-            let high = DownloadOptions(priority: 0.9)
+            let low = DownloadOptions(downloadPriority: 0.1)
+            let high = DownloadOptions(downloadPriority: 0.9)
             let waits = [
                 start(downloader, server.url("/image/a"), options: low).1,
                 start(downloader, server.url("/image/b"), options: low).1,

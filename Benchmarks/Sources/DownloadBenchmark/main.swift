@@ -4,8 +4,9 @@
 // ~50 KB images (half JPEG, half PNG), then fetches all of them at concurrency
 // 16 with: Halcyon download only (`downloadData`), Halcyon download + decode
 // (`downloadImage`, default processor), and curl. Each client runs `ROUNDS`
-// times (default 3), interleaved; the table shows the median round.
+// times (default 5), interleaved; the table shows the median round.
 // Run: cd Benchmarks && swift run -c release DownloadBenchmark
+import AsyncHTTPClient
 import Foundation
 import Halcyon
 import NIOCore
@@ -15,7 +16,7 @@ import Synchronization
 
 let imageCount = Int(ProcessInfo.processInfo.environment["IMAGES"] ?? "") ?? 1000
 let concurrency = 16
-let rounds = max(1, Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "") ?? 3)
+let rounds = max(1, Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "") ?? 5)
 
 // MARK: - Deterministic bodies
 
@@ -134,11 +135,40 @@ func runHalcyon(_ downloader: ImageDownloader, urls: [URL], decode: Bool) async 
     return Measurement(seconds: (ContinuousClock.now - start).seconds, images: urls.count, bytes: bytes)
 }
 
+/// Hands out indexes to workers.
+final class Cursor: Sendable {
+    let value = Mutex(0)
+}
+
+/// Fetches every URL with a bare AsyncHTTPClient (16 workers): the transport's own ceiling, for reference.
+func runRawClient(_ client: HTTPClient, urls: [URL]) async throws -> Measurement {
+    let start = ContinuousClock.now
+    let next = Cursor()
+    let bytes = try await withThrowingTaskGroup(of: Int.self) { group in
+        for _ in 0..<concurrency {
+            group.addTask {
+                var total = 0
+                while true {
+                    let index = next.value.withLock { value -> Int in
+                        defer { value += 1 }
+                        return value
+                    }
+                    guard index < urls.count else { return total }
+                    let response = try await client.execute(HTTPClientRequest(url: urls[index].absoluteString), timeout: .seconds(30))
+                    for try await buffer in response.body { total += buffer.readableBytes }
+                }
+            }
+        }
+        return try await group.reduce(0, +)
+    }
+    return Measurement(seconds: (ContinuousClock.now - start).seconds, images: urls.count, bytes: bytes)
+}
+
 /// Fetches every URL with `curl --parallel --parallel-max 16` from a config file.
 func runCurl(configPath: String, urls: [URL], expectedBytes: Int) throws -> Measurement {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["curl", "--parallel", "--parallel-max", "\(concurrency)", "--silent", "--show-error",
+    process.arguments = ["curl", "--parallel", "--parallel-max", "\(concurrency)", "--silent", "--show-error", "--no-progress-meter",
                          "--fail", "--config", configPath, "--write-out", "%{size_download}\\n"]
     let output = Pipe()
     process.standardOutput = output
@@ -192,10 +222,16 @@ _ = try await runHalcyon(downloader, urls: Array(urls.prefix(64)), decode: true)
 _ = try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes)
 
 var results: [String: [Measurement]] = [:]
-let clients = ["Halcyon download only", "Halcyon download + decode", "curl --parallel-max 16"]
+var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)
+pool.retryConnectionEstablishment = false
+let rawClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(connectionPool: pool))
+_ = try await runRawClient(rawClient, urls: Array(urls.prefix(64)))
+
+let clients = ["Halcyon download only", "Halcyon download + decode", "bare AsyncHTTPClient (reference)", "curl --parallel-max 16"]
 for round in 1...rounds {
-    results[clients[2], default: []].append(try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes))
+    results[clients[3], default: []].append(try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes))
     results[clients[0], default: []].append(try await runHalcyon(downloader, urls: urls, decode: false))
+    results[clients[2], default: []].append(try await runRawClient(rawClient, urls: urls))
     results[clients[1], default: []].append(try await runHalcyon(downloader, urls: urls, decode: true))
     print("round \(round)/\(rounds): " + clients.map { String(format: "%@ %.3f s", $0, results[$0]!.last!.seconds) }.joined(separator: ", "))
 }
@@ -204,7 +240,7 @@ func median(_ values: [Measurement]) -> Measurement {
     values.sorted { $0.seconds < $1.seconds }[values.count / 2]
 }
 
-let curlMedian = median(results[clients[2]]!)
+let curlMedian = median(results[clients[3]]!)
 let curlRate = Double(curlMedian.images) / curlMedian.seconds
 var table = "| client | images | seconds (median of \(rounds)) | images/s | MB/s | vs curl |\n|---|---:|---:|---:|---:|---:|\n"
 for client in clients {
@@ -229,4 +265,5 @@ if let path = ProcessInfo.processInfo.environment["BENCH_RESULTS"], !path.isEmpt
 }
 
 await downloader.shutdown()
-try await server.close()
+try await rawClient.shutdown()
+try? await server.close().get()

@@ -15,7 +15,7 @@ public struct DownloadOptions: Sendable {
     /// Priority in the waiting queue, 0 (lowest) to 1 (highest). Default 0.5.
     ///
     /// A coalesced download waits with the highest priority any of its callers asked for.
-    public var priority: Float
+    public var downloadPriority: Float
     /// Decoding and processing options; `processingOptions.processor` runs on the bytes.
     public var processingOptions: HalcyonParsedOptionsInfo
     /// Where completion and progress callbacks run. Default ``CallbackQueue/untouch``.
@@ -27,14 +27,14 @@ public struct DownloadOptions: Sendable {
     public init(
         requestModifier: (any AsyncImageDownloadRequestModifier)? = nil,
         redirectHandler: (any ImageDownloadRedirectHandler)? = nil,
-        priority: Float = 0.5,
+        downloadPriority: Float = 0.5,
         processingOptions: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
         callbackQueue: CallbackQueue = .untouch,
         progressBlock: DownloadProgressBlock? = nil
     ) {
         self.requestModifier = requestModifier
         self.redirectHandler = redirectHandler
-        self.priority = priority
+        self.downloadPriority = downloadPriority
         self.processingOptions = processingOptions
         self.callbackQueue = callbackQueue
         self.progressBlock = progressBlock

@@ -58,16 +58,35 @@ struct HTTPTransport: Sendable {
     private func run(_ task: SessionDataTask, activity: IdleMonitor.Watch) async throws -> FetchOutcome {
         let start = ContinuousClock.now
         let startDate = Date()
-        let queueDuration = (start - task.enqueuedAt).seconds
         var request = task.request
-        var redirectCount = 0
-
         let resume = resumable.take(task.url)
         if let resume {
             request.setValue("bytes=\(resume.data.count)-", forHTTPHeaderField: "Range")
             request.setValue(resume.validator, forHTTPHeaderField: "If-Range")
         }
 
+        do {
+            return try await follow(request, task: task, resume: resume, activity: activity, start: start, startDate: startDate)
+        } catch {
+            // A transport failure or timeout before new bytes arrived keeps the earlier partial body.
+            if let resume, !(error is HalcyonError), !resumable.contains(task.url) {
+                resumable.store(resume, for: task.url)
+            }
+            throw error
+        }
+    }
+
+    private func follow(
+        _ initial: ImageDownloadRequest,
+        task: SessionDataTask,
+        resume: ResumableDataStore.Entry?,
+        activity: IdleMonitor.Watch,
+        start: ContinuousClock.Instant,
+        startDate: Date
+    ) async throws -> FetchOutcome {
+        let queueDuration = (start - task.enqueuedAt).seconds
+        var request = initial
+        var redirectCount = 0
         while true {
             activity.touch()
             let response = try await client.execute(wireRequest(for: request), deadline: .now() + .hours(24))

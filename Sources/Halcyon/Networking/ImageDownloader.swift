@@ -245,7 +245,7 @@ public final class ImageDownloader: Sendable {
             guard !state.isShutDown else { return nil }
             if let existing = state.tasks[request.url], let token = existing.add(callback) {
                 if let index = state.waiting.firstIndex(where: { $0.task === existing }) {
-                    state.waiting[index].priority = max(state.waiting[index].priority, callback.options.priority)
+                    state.waiting[index].priority = max(state.waiting[index].priority, callback.options.downloadPriority)
                 }
                 return (existing, token, [])
             }
@@ -254,7 +254,7 @@ public final class ImageDownloader: Sendable {
             }
             guard let token = task.add(callback) else { return nil }
             state.tasks[request.url] = task
-            state.waiting.append(Waiting(task: task, priority: callback.options.priority))
+            state.waiting.append(Waiting(task: task, priority: callback.options.downloadPriority))
             return (task, token, Self.dequeueReady(&state))
         }
         guard let (task, token, ready) = registration else {

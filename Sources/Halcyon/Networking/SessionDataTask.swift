@@ -67,7 +67,7 @@ public final class SessionDataTask: Sendable {
     /// The highest priority among the waiting callers (0.5 when none).
     public var priority: Float {
         state.withLock { state in
-            state.callbacks.map(\.callback.options.priority).max() ?? 0.5
+            state.callbacks.map(\.callback.options.downloadPriority).max() ?? 0.5
         }
     }
 
