@@ -15,10 +15,12 @@ public struct CancelToken: Sendable, Hashable {
         task.cancel(token: self)
     }
 
+    /// Same token: same caller of the same task.
     public static func == (lhs: CancelToken, rhs: CancelToken) -> Bool {
         lhs.id == rhs.id && lhs.task === rhs.task
     }
 
+    /// Hashes the caller id and the task identity.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(id)
         hasher.combine(ObjectIdentifier(task))

@@ -25,6 +25,7 @@ public struct AnyRedirectHandler: ImageDownloadRedirectHandler {
         self.block = handle
     }
 
+    /// Runs the closure.
     public func handleHTTPRedirection(
         for task: SessionDataTask,
         response: ImageDownloadResponse,

@@ -36,6 +36,7 @@ public struct AnyModifier: ImageDownloadRequestModifier {
         self.block = modify
     }
 
+    /// Runs the closure.
     public func modified(for request: ImageDownloadRequest) -> ImageDownloadRequest? {
         block(request)
     }
@@ -50,6 +51,7 @@ public struct AnyAsyncModifier: AsyncImageDownloadRequestModifier {
         self.block = modify
     }
 
+    /// Runs the closure.
     public func modified(for request: ImageDownloadRequest) async -> ImageDownloadRequest? {
         await block(request)
     }

@@ -40,23 +40,29 @@ public protocol ImageDownloaderDelegate: AnyObject, Sendable {
 }
 
 extension ImageDownloaderDelegate {
+    /// Does nothing.
     public func imageDownloader(_ downloader: ImageDownloader, willDownloadImageForURL url: URL, with request: ImageDownloadRequest) {}
 
+    /// Does nothing.
     public func imageDownloader(
         _ downloader: ImageDownloader, didFinishDownloadingImageForURL url: URL,
         with response: ImageDownloadResponse?, error: HalcyonError?) {}
 
+    /// Allows every response.
     public func imageDownloader(_ downloader: ImageDownloader, didReceive response: ImageDownloadResponse) -> ResponseDisposition {
         .allow
     }
 
+    /// Keeps the data as downloaded.
     public func imageDownloader(_ downloader: ImageDownloader, didDownload data: Data, for url: URL) -> Data? {
         data
     }
 
+    /// Does nothing.
     public func imageDownloader(
         _ downloader: ImageDownloader, didDownload image: Image, for url: URL, with response: ImageDownloadResponse) {}
 
+    /// Accepts 200..<400.
     public func isValidStatusCode(_ code: Int, for downloader: ImageDownloader) -> Bool {
         (200..<400).contains(code)
     }
