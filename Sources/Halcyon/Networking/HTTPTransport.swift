@@ -84,7 +84,7 @@ struct HTTPTransport: Sendable {
         start: ContinuousClock.Instant,
         startDate: Date
     ) async throws -> FetchOutcome {
-        let queueDuration = (start - task.enqueuedAt).seconds
+        let queueDuration = (start - task.enqueuedAt).timeInterval
         var request = initial
         var redirectCount = 0
         while true {
@@ -117,14 +117,14 @@ struct HTTPTransport: Sendable {
                 continue
             }
 
-            let headDuration = (ContinuousClock.now - start).seconds
+            let headDuration = (ContinuousClock.now - start).timeInterval
             return try await receiveBody(
                 response, head: head, task: task, resume: resume, activity: activity,
                 measure: { received, resumed in
                     NetworkMetrics(
                         originalURL: task.url, url: head.url, statusCode: head.statusCode,
                         redirectCount: redirectCount, startDate: startDate, queueDuration: queueDuration,
-                        responseHeadDuration: headDuration, totalDuration: (ContinuousClock.now - start).seconds,
+                        responseHeadDuration: headDuration, totalDuration: (ContinuousClock.now - start).timeInterval,
                         receivedBytes: received, resumedBytes: resumed, expectedBytes: head.expectedContentLength)
                 })
         }
@@ -276,7 +276,7 @@ struct HTTPTransport: Sendable {
 
 extension Duration {
     /// This duration in seconds.
-    var seconds: TimeInterval {
+    var timeInterval: TimeInterval {
         let parts = components
         return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
     }
