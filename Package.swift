@@ -34,8 +34,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HalcyonTests",
-            dependencies: ["Halcyon"],
-            resources: [.copy("Fixtures")]
+            dependencies: ["Halcyon"]
         ),
     ],
     swiftLanguageModes: [.v6]
