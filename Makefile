@@ -35,7 +35,7 @@ test: deps
 
 ## test-asan: the image engine tests under AddressSanitizer (separate build folder).
 test-asan: deps
-	$(SWIFT) test --sanitize=address --scratch-path .build/asan --filter 'Image|Processor|Serializer|Decoder'
+	$(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build/asan --filter 'Image|Processor|Serializer|Decoder'
 
 ## bench: release-mode side-by-side benchmarks; writes bench-results.md.
 bench: deps
