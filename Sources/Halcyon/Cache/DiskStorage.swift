@@ -48,7 +48,7 @@ public enum DiskStorage {
         /// Throws `.cacheError(.invalidConfiguration)` for an empty name or one
         /// with `/`, or a `pathExtension` that is not 1–20 ASCII letters or
         /// digits. `clock` gives "now" for expiration and last access.
-        public init(config: Config, clock: CacheClock = .system) throws(HalcyonError) {
+        public convenience init(config: Config, clock: CacheClock = .system) throws(HalcyonError) {
             let name = config.name
             guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
                 throw .cacheError(reason: .invalidConfiguration(message: "disk cache name \"\(name)\" must be a non-empty file name without \"/\""))
@@ -56,10 +56,15 @@ public enum DiskStorage {
             if let ext = config.pathExtension, !Self.isValidExtension(ext) {
                 throw .cacheError(reason: .invalidConfiguration(message: "path extension \"\(ext)\" must be 1-20 ASCII letters or digits"))
             }
+            self.init(validatedConfig: config, clock: clock)
+        }
+
+        /// Makes a storage from a config whose name and extension are already known to be valid.
+        init(validatedConfig config: Config, clock: CacheClock) {
             self.config = config
             self.clock = clock
             let parent = config.directory ?? Config.defaultParentDirectory()
-            self.directoryURL = parent.appendingPathComponent(name, isDirectory: true)
+            self.directoryURL = parent.appendingPathComponent(config.name, isDirectory: true)
             self.directoryPath = directoryURL.path
         }
 
