@@ -112,7 +112,7 @@ public enum DiskStorage {
                     + String(UInt64.random(in: 0...UInt64.max), radix: 36) + ".tmp"
                 let fd = DiskFile.open(tempPath, O_WRONLY | O_CREAT | O_EXCL)
                 if fd < 0 {
-                    if errno == ENOENT, attempt == 1 {
+                    if errno == ENOENT || errno == ENOTDIR, attempt == 1 {
                         try createDirectory()
                         continue
                     }
