@@ -313,6 +313,31 @@ struct DiskStorageTests {
         #expect(try storage.value(forKey: "good") == payload)
     }
 
+    @Test("a payload damaged in place after a verified read is still detected")
+    func damageAfterVerifiedRead() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let lazy = try makeStorage(in: directory, name: "lazy")
+        let strict = try DiskStorage.Backend(config: DiskStorage.Config(name: "strict", directory: directory.url,
+                                                                         verifiesPayloadOnEveryRead: true))
+        let payload = bytes(50_000)
+        for storage in [lazy, strict] {
+            try storage.store(value: payload, forKey: "k")
+            #expect(try storage.value(forKey: "k") == payload)
+            #expect(try storage.value(forKey: "k") == payload)
+            if storage === lazy {
+                // Let the inode change time move past the tick of the last write.
+                try await Task.sleep(nanoseconds: 30_000_000)
+            }
+            let handle = try FileHandle(forWritingTo: storage.fileURL(forKey: "k"))
+            try handle.seek(toOffset: 30_000)
+            try handle.write(contentsOf: Data([0xAA, 0xBB]))
+            try handle.close()
+            #expect(try storage.value(forKey: "k") == nil)
+            #expect(FileManager.default.fileExists(atPath: storage.fileURL(forKey: "k").path) == false)
+        }
+    }
+
     @Test("a directory deleted while the cache runs is recreated by the next store")
     func directoryDeleted() throws {
         let directory = TemporaryDirectory()

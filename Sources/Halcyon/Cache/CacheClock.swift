@@ -5,7 +5,7 @@ import Foundation
 /// The default reads the system clock; tests inject a clock they move by hand
 /// so expiration can be checked without sleeping.
 public struct CacheClock: Sendable {
-    private let provider: @Sendable () -> Date
+    @usableFromInline let provider: @Sendable () -> Date
 
     /// A clock that reports whatever `now` returns; it may be called from any thread.
     public init(_ now: @escaping @Sendable () -> Date) {
@@ -16,6 +16,6 @@ public struct CacheClock: Sendable {
     public static let system = CacheClock { Date() }
 
     /// The current date according to this clock.
-    @inline(__always)
+    @inlinable
     public func now() -> Date { provider() }
 }

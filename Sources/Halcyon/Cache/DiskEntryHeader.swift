@@ -146,16 +146,19 @@ struct DiskEntryHeader: Sendable, Equatable {
 
     /// Parses and verifies the header in `bytes` (preamble plus metadata, at least `layout.headerLength` bytes).
     ///
-    /// Checks the header hash; the payload hash is returned for the caller to check.
-    static func decode(_ bytes: UnsafeRawBufferPointer, layout: Layout) throws(Defect) -> DiskEntryHeader {
+    /// Checks the header hash; the payload hash is returned for the caller to
+    /// check. Without `decodingMetadata` the metadata strings are left empty
+    /// (they are still covered by the hash), which saves allocations on hits.
+    static func decode(_ bytes: UnsafeRawBufferPointer, layout: Layout, decodingMetadata: Bool = true) throws(Defect) -> DiskEntryHeader {
         guard bytes.count >= layout.headerLength else { throw .tooShort(size: bytes.count) }
         let stored = load(UInt64.self, bytes, 48)
-        var preamble = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[0..<preambleSize]))
-        put(UInt64(0), into: &preamble, at: 48)
         let metadataBytes = UnsafeRawBufferPointer(rebasing: bytes[preambleSize..<layout.headerLength])
-        let computed = preamble.withUnsafeBytes { EntryChecksum.hash($0, metadataBytes) }
-        guard computed == stored else { throw .headerChecksumMismatch }
-        let metadata = try decodeMetadata(metadataBytes)
+        var state = EntryChecksum.State()
+        state.update(UnsafeRawBufferPointer(rebasing: bytes[0..<48]))
+        withUnsafeBytes(of: UInt64(0)) { state.update($0) }
+        state.update(UnsafeRawBufferPointer(rebasing: bytes[56..<layout.headerLength]))
+        guard state.finish() == stored else { throw .headerChecksumMismatch }
+        let metadata = decodingMetadata ? try decodeMetadata(metadataBytes) : CacheEntryMetadata()
         return DiskEntryHeader(
             metadata: metadata,
             payloadLength: layout.payloadLength,

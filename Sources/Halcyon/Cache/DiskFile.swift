@@ -15,6 +15,8 @@ enum DiskFile {
     struct Status {
         var size: Int
         var modificationDate: Date
+        /// The inode change time, seconds and nanoseconds; any write or attribute change moves it.
+        var changeTime: (seconds: Int, nanoseconds: Int)
         var device: UInt64
         var inode: UInt64
         var isRegularFile: Bool
@@ -23,11 +25,14 @@ enum DiskFile {
     static func status(_ raw: stat) -> Status {
         #if canImport(Darwin)
         let time = raw.st_mtimespec
+        let change = raw.st_ctimespec
         #else
         let time = raw.st_mtim
+        let change = raw.st_ctim
         #endif
         let seconds = Double(time.tv_sec) + Double(time.tv_nsec) / 1_000_000_000
         return Status(size: Int(raw.st_size), modificationDate: Date(timeIntervalSince1970: seconds),
+                      changeTime: (Int(change.tv_sec), Int(change.tv_nsec)),
                       device: UInt64(raw.st_dev), inode: UInt64(raw.st_ino),
                       isRegularFile: (raw.st_mode & S_IFMT) == S_IFREG)
     }

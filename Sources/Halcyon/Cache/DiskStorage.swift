@@ -16,7 +16,11 @@ public enum DiskStorage {
     /// file in the same directory and are renamed into place, so readers — in
     /// this process or another — see the old entry, the new one, or none, never
     /// a torn file. A file that fails validation (wrong size, bad checksum) reads
-    /// as a miss and is deleted. Expiration lives in the header, never in file
+    /// as a miss and is deleted. The payload checksum is verified on the first
+    /// read of each file version in this process and skipped on later hits of
+    /// the unchanged file (same inode, size and change time; see
+    /// `VerifiedPayloads`), unless `verifiesPayloadOnEveryRead` is set.
+    /// Expiration lives in the header, never in file
     /// dates; the modification time records the last access and drives the LRU
     /// trim. When a store takes the directory past `sizeLimit`, a background
     /// trim deletes least-recently-used entries down to half the limit. A
@@ -34,6 +38,7 @@ public enum DiskStorage {
         private let directoryPath: String
         private let clock: CacheClock
         private let state = Mutex(SizeState())
+        private let verifiedPayloads = VerifiedPayloads()
 
         /// Size bookkeeping and the background trim, guarded by `state`.
         private struct SizeState {
@@ -177,7 +182,8 @@ public enum DiskStorage {
             forcedExtension: String? = nil,
             extendingExpiration: ExpirationExtending = .cacheTime
         ) throws(HalcyonError) -> Data? {
-            try entry(forKey: key, forcedExtension: forcedExtension, extendingExpiration: extendingExpiration)?.data
+            let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension)
+            return try readEntry(atPath: path, includingExpired: false, extending: extendingExpiration, decodingMetadata: false)?.data
         }
 
         /// The entry stored under `key` with its metadata and dates, or `nil` when there is none or it is corrupt.
@@ -192,10 +198,23 @@ public enum DiskStorage {
             extendingExpiration: ExpirationExtending = .cacheTime
         ) throws(HalcyonError) -> Entry? {
             let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension)
-            return try readEntry(atPath: path, includingExpired: includingExpired, extending: extendingExpiration)
+            guard let read = try readEntry(atPath: path, includingExpired: includingExpired, extending: extendingExpiration,
+                                           decodingMetadata: true) else { return nil }
+            return Entry(data: read.data, metadata: read.header.metadata, storedDate: read.header.storedDate,
+                         expirationDate: read.header.expirationDate, lastAccessDate: read.lastAccessDate,
+                         fileURL: URL(fileURLWithPath: path))
         }
 
-        private func readEntry(atPath path: String, includingExpired: Bool, extending: ExpirationExtending) throws(HalcyonError) -> Entry? {
+        /// What one read of an entry file produced.
+        private struct ReadResult {
+            var data: Data
+            var header: DiskEntryHeader
+            var lastAccessDate: Date
+        }
+
+        private func readEntry(
+            atPath path: String, includingExpired: Bool, extending: ExpirationExtending, decodingMetadata: Bool
+        ) throws(HalcyonError) -> ReadResult? {
             let now = clock.now()
             var writable = true
             var fd = DiskFile.open(path, O_RDWR)
@@ -229,29 +248,35 @@ public enum DiskStorage {
             var header: DiskEntryHeader
             do {
                 layout = try DiskEntryHeader.layout(of: bytes, fileSize: size)
-                header = try decodeHeader(fd: fd, buffer: buffer, bytes: bytes, layout: layout)
+                header = try decodeHeader(fd: fd, buffer: buffer, bytes: bytes, layout: layout, decodingMetadata: decodingMetadata)
             } catch {
                 discardCorrupt(path: path, status: status)
                 return nil
             }
-            let payload = UnsafeRawBufferPointer(rebasing: bytes[layout.headerLength...])
-            guard EntryChecksum.hash(payload) == header.payloadHash else {
-                discardCorrupt(path: path, status: status)
-                return nil
+            let identity = VerifiedPayloads.Identity(status, payloadHash: header.payloadHash)
+            if config.verifiesPayloadOnEveryRead || !verifiedPayloads.contains(identity) {
+                let payload = UnsafeRawBufferPointer(rebasing: bytes[layout.headerLength...])
+                guard EntryChecksum.hash(payload) == header.payloadHash else {
+                    discardCorrupt(path: path, status: status)
+                    return nil
+                }
+                verifiedPayloads.insert(identity)
             }
             let expired = header.expirationDate <= now
             if expired && !includingExpired { return nil }
             if !expired, writable {
                 let metadataBytes = UnsafeRawBufferPointer(rebasing: bytes[DiskEntryHeader.preambleSize..<layout.headerLength])
-                header = recordAccess(fd: fd, header: header, metadataBytes: metadataBytes,
-                                      lastAccess: status.modificationDate, now: now, extending: extending)
+                let wrote: Bool
+                (header, wrote) = recordAccess(fd: fd, header: header, metadataBytes: metadataBytes,
+                                               lastAccess: status.modificationDate, now: now, extending: extending)
+                if wrote, let touched = DiskFile.status(fd: fd) {
+                    verifiedPayloads.insert(VerifiedPayloads.Identity(touched, payloadHash: header.payloadHash))
+                }
             }
             handedOver = true
             let data = Data(bytesNoCopy: buffer + layout.headerLength, count: layout.payloadLength,
                             deallocator: .custom { _, _ in buffer.deallocate() })
-            return Entry(data: data, metadata: header.metadata, storedDate: header.storedDate,
-                         expirationDate: header.expirationDate, lastAccessDate: status.modificationDate,
-                         fileURL: URL(fileURLWithPath: path))
+            return ReadResult(data: data, header: header, lastAccessDate: status.modificationDate)
         }
 
         /// Decodes the header in `bytes`, re-reading it up to twice if its checksum fails.
@@ -259,12 +284,13 @@ public enum DiskStorage {
         /// A mismatch can be a concurrent in-place re-date caught half written;
         /// a second read then sees the finished header. A persistent mismatch is corruption.
         private func decodeHeader(
-            fd: Int32, buffer: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer, layout: DiskEntryHeader.Layout
+            fd: Int32, buffer: UnsafeMutableRawPointer, bytes: UnsafeRawBufferPointer, layout: DiskEntryHeader.Layout,
+            decodingMetadata: Bool = true
         ) throws(DiskEntryHeader.Defect) -> DiskEntryHeader {
             var attempt = 0
             while true {
                 do {
-                    return try DiskEntryHeader.decode(bytes, layout: layout)
+                    return try DiskEntryHeader.decode(bytes, layout: layout, decodingMetadata: decodingMetadata)
                 } catch .headerChecksumMismatch where attempt < 2 {
                     attempt += 1
                     guard DiskFile.read(fd: fd, into: buffer, count: layout.headerLength, offset: 0) == layout.headerLength else {
@@ -274,11 +300,13 @@ public enum DiskStorage {
             }
         }
 
-        /// Updates the last-access time and, when extending, the expiration in place; returns the header now on disk.
+        /// Updates the last-access time and, when extending, the expiration in place.
+        ///
+        /// Returns the header now on disk and whether the file was written.
         private func recordAccess(
             fd: Int32, header: DiskEntryHeader, metadataBytes: UnsafeRawBufferPointer,
             lastAccess: Date, now: Date, extending: ExpirationExtending
-        ) -> DiskEntryHeader {
+        ) -> (DiskEntryHeader, Bool) {
             var updated = header
             switch extending {
             case .none:
@@ -294,14 +322,15 @@ public enum DiskStorage {
                 || abs(updated.expirationDate.timeIntervalSince(header.expirationDate)) > tolerance
             if redate {
                 let preamble = updated.encodedPreamble(metadataBytes: metadataBytes)
-                guard preamble.withUnsafeBytes({ DiskFile.write(fd: fd, $0, offset: 0) }) else { return header }
+                guard preamble.withUnsafeBytes({ DiskFile.write(fd: fd, $0, offset: 0) }) else { return (header, false) }
                 DiskFile.setTimes(fd: fd, to: now)
-                return updated
+                return (updated, true)
             }
             if abs(now.timeIntervalSince(lastAccess)) > tolerance {
                 DiskFile.setTimes(fd: fd, to: now)
+                return (header, true)
             }
-            return header
+            return (header, false)
         }
 
         private func discardCorrupt(path: String, status: DiskFile.Status) {
@@ -321,7 +350,7 @@ public enum DiskStorage {
             return header.expirationDate > clock.now()
         }
 
-        /// Reads and verifies only the header of the file at `path`; `nil` when missing or invalid.
+        /// Reads and verifies only the header of the file at `path` (metadata not decoded); `nil` when missing or invalid.
         private func readHeader(atPath path: String) -> (DiskEntryHeader, DiskFile.Status)? {
             let fd = DiskFile.open(path, O_RDONLY)
             guard fd >= 0 else { return nil }
@@ -339,7 +368,9 @@ public enum DiskStorage {
             defer { buffer.deallocate() }
             guard DiskFile.read(fd: fd, into: buffer, count: layout.headerLength, offset: 0) == layout.headerLength else { return nil }
             let bytes = UnsafeRawBufferPointer(start: buffer, count: layout.headerLength)
-            guard let header = try? decodeHeader(fd: fd, buffer: buffer, bytes: bytes, layout: layout) else { return nil }
+            guard let header = try? decodeHeader(fd: fd, buffer: buffer, bytes: bytes, layout: layout, decodingMetadata: false) else {
+                return nil
+            }
             return (header, status)
         }
 
@@ -663,6 +694,12 @@ public enum DiskStorage {
         public var trimsInBackground: Bool
         /// Reads update the last-access time and a sliding expiration at most this often, in seconds. Default 1.
         public var accessUpdateInterval: TimeInterval
+        /// Hash the payload on every read, rather than once per unchanged file version per process. Default `false`.
+        ///
+        /// By default a file whose device, inode, size, change time and header
+        /// are unchanged since this process last verified it is not re-hashed;
+        /// see ``DiskStorage`` for the narrow case this misses.
+        public var verifiesPayloadOnEveryRead: Bool
 
         /// Makes a config; see each property for its default.
         public init(
@@ -675,7 +712,8 @@ public enum DiskStorage {
             directory: URL? = nil,
             syncsWrites: Bool = false,
             trimsInBackground: Bool = true,
-            accessUpdateInterval: TimeInterval = 1
+            accessUpdateInterval: TimeInterval = 1,
+            verifiesPayloadOnEveryRead: Bool = false
         ) {
             self.name = name
             self.sizeLimit = sizeLimit
@@ -687,6 +725,7 @@ public enum DiskStorage {
             self.syncsWrites = syncsWrites
             self.trimsInBackground = trimsInBackground
             self.accessUpdateInterval = accessUpdateInterval
+            self.verifiesPayloadOnEveryRead = verifiesPayloadOnEveryRead
         }
 
         /// `$XDG_CACHE_HOME/halcyon` when that variable is an absolute path, else `~/.cache/halcyon`.

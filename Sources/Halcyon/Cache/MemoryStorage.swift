@@ -13,9 +13,9 @@ public enum MemoryStorage {
     /// The clean runs on a detached task, needs no run loop, holds the storage
     /// only weakly and stops when the storage is released.
     public final class Backend<T: CacheCostCalculable & Sendable>: Sendable {
-        private let state: Mutex<LRUState<T>>
+        @usableFromInline let state: Mutex<LRUState<T>>
         private let cleanTask: Mutex<Task<Void, Never>?> = Mutex(nil)
-        private let clock: CacheClock
+        @usableFromInline let clock: CacheClock
 
         /// The limits and defaults in use; setting it evicts at once down to the new limits.
         public var config: Config {
@@ -53,6 +53,7 @@ public enum MemoryStorage {
         /// expiration is already past, or whose cost alone exceeds
         /// `totalCostLimit`, is not stored, and any older value under `key` is
         /// removed so it is not served in its place.
+        @inlinable
         public func store(value: T, forKey key: String, expiration: StorageExpiration? = nil) {
             let now = clock.now()
             let cost = value.cacheCost
@@ -75,6 +76,7 @@ public enum MemoryStorage {
         /// `extendingExpiration` (default `.cacheTime`) moves the value's
         /// expiration date forward from now. An expired value is removed and
         /// `nil` is returned.
+        @inlinable
         public func value(forKey key: String, extendingExpiration: ExpirationExtending = .cacheTime) -> T? {
             let now = clock.now()
             return state.withLock { state in
@@ -83,6 +85,7 @@ public enum MemoryStorage {
         }
 
         /// Whether an unexpired value is stored under `key`; does not touch its recency or expiration.
+        @inlinable
         public func isCached(forKey key: String) -> Bool {
             let now = clock.now()
             return state.withLock { state in
@@ -172,29 +175,43 @@ public enum MemoryStorage {
 ///
 /// A doubly linked list threaded through `nodes` by index, most recent at
 /// `head`; freed slots are reused so steady-state use allocates nothing.
+@usableFromInline
 struct LRUState<T> {
+    @usableFromInline
     struct Node {
-        var key: String
-        var value: T?
-        var cost: Int
-        var expiration: StorageExpiration
-        var expiresAt: Date
-        var previous: Int
-        var next: Int
+        @usableFromInline var key: String
+        @usableFromInline var value: T?
+        @usableFromInline var cost: Int
+        @usableFromInline var expiration: StorageExpiration
+        @usableFromInline var expiresAt: Date
+        @usableFromInline var previous: Int
+        @usableFromInline var next: Int
+
+        @inlinable
+        init(key: String, value: T?, cost: Int, expiration: StorageExpiration, expiresAt: Date, previous: Int, next: Int) {
+            self.key = key
+            self.value = value
+            self.cost = cost
+            self.expiration = expiration
+            self.expiresAt = expiresAt
+            self.previous = previous
+            self.next = next
+        }
     }
 
-    var config: MemoryStorage.Config
-    var index: [String: Int] = [:]
-    var nodes: [Node] = []
-    var freeSlots: [Int] = []
-    var head = -1
-    var tail = -1
-    var totalCost = 0
+    @usableFromInline var config: MemoryStorage.Config
+    @usableFromInline var index: [String: Int] = [:]
+    @usableFromInline var nodes: [Node] = []
+    @usableFromInline var freeSlots: [Int] = []
+    @usableFromInline var head = -1
+    @usableFromInline var tail = -1
+    @usableFromInline var totalCost = 0
 
     init(config: MemoryStorage.Config) {
         self.config = config
     }
 
+    @inlinable
     mutating func hit(forKey key: String, now: Date, extending: ExpirationExtending) -> T? {
         guard let slot = index[key] else { return nil }
         if nodes[slot].expiresAt <= now {
@@ -214,6 +231,7 @@ struct LRUState<T> {
         return nodes[slot].value
     }
 
+    @inlinable
     mutating func insert(key: String, value: T, cost: Int, expiration: StorageExpiration, expiresAt: Date) {
         if let slot = index[key] {
             totalCost += cost - nodes[slot].cost
@@ -241,16 +259,19 @@ struct LRUState<T> {
         totalCost += cost
     }
 
+    @inlinable
     mutating func evictToLimits() {
         while tail >= 0, totalCost > config.totalCostLimit || (config.countLimit > 0 && index.count > config.countLimit) {
             remove(slot: tail)
         }
     }
 
+    @inlinable
     mutating func remove(forKey key: String) {
         if let slot = index[key] { remove(slot: slot) }
     }
 
+    @inlinable
     mutating func removeExpired(now: Date) {
         var cursor = head
         while cursor >= 0 {
@@ -260,6 +281,7 @@ struct LRUState<T> {
         }
     }
 
+    @inlinable
     mutating func removeAll() {
         index.removeAll()
         nodes.removeAll()
@@ -269,7 +291,8 @@ struct LRUState<T> {
         totalCost = 0
     }
 
-    private mutating func unlink(_ slot: Int) {
+    @inlinable
+    mutating func unlink(_ slot: Int) {
         let previous = nodes[slot].previous
         let next = nodes[slot].next
         if previous >= 0 { nodes[previous].next = next } else { head = next }
@@ -278,7 +301,8 @@ struct LRUState<T> {
         nodes[slot].next = -1
     }
 
-    private mutating func moveToHead(_ slot: Int) {
+    @inlinable
+    mutating func moveToHead(_ slot: Int) {
         guard head != slot else { return }
         unlink(slot)
         nodes[slot].next = head
@@ -287,7 +311,8 @@ struct LRUState<T> {
         if tail < 0 { tail = slot }
     }
 
-    private mutating func remove(slot: Int) {
+    @inlinable
+    mutating func remove(slot: Int) {
         unlink(slot)
         index.removeValue(forKey: nodes[slot].key)
         totalCost -= nodes[slot].cost

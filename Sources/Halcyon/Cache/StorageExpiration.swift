@@ -20,6 +20,7 @@ public enum StorageExpiration: Sendable, Hashable {
     /// The expiration date of a value stored (or refreshed) at `date`.
     ///
     /// `.never` gives `Date.distantFuture`; `.expired` gives `Date.distantPast`.
+    @inlinable
     public func estimatedExpirationSince(_ date: Date) -> Date {
         switch self {
         case .never: return .distantFuture
@@ -31,6 +32,7 @@ public enum StorageExpiration: Sendable, Hashable {
     }
 
     /// Whether a value stored at `now` with this expiration would already be expired.
+    @inlinable
     public func isExpired(at now: Date) -> Bool {
         estimatedExpirationSince(now) <= now
     }
