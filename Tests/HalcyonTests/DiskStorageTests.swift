@@ -294,6 +294,8 @@ struct DiskStorageTests {
             ("empty", { $0 = Data() }),
             ("bad magic", { $0[0] = 0x00 }),
             ("foreign file", { $0 = Data("<html>not an entry</html>".utf8) + Data(count: 100) }),
+            ("large foreign file", { $0 = Data(count: 9 << 20) }),
+            ("large file claiming another size", { $0.append(Data(count: 9 << 20)) }),
         ]
         for (name, damage) in damages {
             let key = "key-\(name)"

@@ -180,6 +180,9 @@ struct MemoryStorageTests {
         #expect(config.totalCostLimit <= 1 << 30)
         #expect(config.totalCostLimit <= Int(ProcessInfo.processInfo.physicalMemory / 4))
         #expect(config.cleanInterval == 120)
+        let odd = MemoryStorage.Backend<Blob>(config: MemoryStorage.Config(cleanInterval: 1e300))
+        odd.store(value: Blob(id: 1, cacheCost: 1), forKey: "a")
+        #expect(odd.count == 1)
     }
 
     @Test("images are charged their decoded size")

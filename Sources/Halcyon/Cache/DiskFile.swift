@@ -89,6 +89,7 @@ enum DiskFile {
     @discardableResult
     static func setTimes(fd: Int32, to date: Date) -> Bool {
         let seconds = date.timeIntervalSince1970.rounded(.down)
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return false }
         let nanoseconds = (date.timeIntervalSince1970 - seconds) * 1_000_000_000
         let spec = timespec(tv_sec: Int(seconds), tv_nsec: Int(nanoseconds))
         var times = (spec, spec)

@@ -236,9 +236,15 @@ public enum DiskStorage {
                 discardCorrupt(path: path, status: status)
                 return nil
             }
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+            if size > Self.singleReadLimit, !hasPlausibleLayout(fd: fd, size: size) {
+                discardCorrupt(path: path, status: status)
+                return nil
+            }
+            guard let buffer = malloc(size) else {
+                throw .cacheError(reason: .cannotReadFile(path: path, message: "cannot allocate \(size) bytes"))
+            }
             var handedOver = false
-            defer { if !handedOver { buffer.deallocate() } }
+            defer { if !handedOver { free(buffer) } }
             guard DiskFile.read(fd: fd, into: buffer, count: size, offset: 0) == size else {
                 discardCorrupt(path: path, status: status)
                 return nil
@@ -275,8 +281,23 @@ public enum DiskStorage {
             }
             handedOver = true
             let data = Data(bytesNoCopy: buffer + layout.headerLength, count: layout.payloadLength,
-                            deallocator: .custom { _, _ in buffer.deallocate() })
+                            deallocator: .custom { _, _ in free(buffer) })
             return ReadResult(data: data, header: header, lastAccessDate: status.modificationDate)
+        }
+
+        /// Files up to this size are read in one call; larger ones have their preamble checked before allocating.
+        static let singleReadLimit = 8 << 20
+
+        /// Whether the preamble of a large file announces exactly its size, so reading it whole is worth the memory.
+        private func hasPlausibleLayout(fd: Int32, size: Int) -> Bool {
+            var preamble = [UInt8](repeating: 0, count: DiskEntryHeader.preambleSize)
+            let got = preamble.withUnsafeMutableBytes { raw in
+                DiskFile.read(fd: fd, into: raw.baseAddress.unsafelyUnwrapped, count: raw.count, offset: 0)
+            }
+            guard got == preamble.count else { return false }
+            return (try? preamble.withUnsafeBytes { raw throws(DiskEntryHeader.Defect) in
+                try DiskEntryHeader.layout(of: raw, fileSize: size)
+            }) != nil
         }
 
         /// Decodes the header in `bytes`, re-reading it up to twice if its checksum fails.

@@ -31,9 +31,10 @@ public enum MemoryStorage {
             self.clock = clock
             let interval = config.cleanInterval
             guard interval > 0, interval.isFinite else { return }
+            let nanoseconds = UInt64(min(interval, 1e9) * 1_000_000_000)
             let task = Task.detached(priority: .utility) { [weak self] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(nanoseconds: UInt64(interval * 1_000_000_000))
+                    try? await Task.sleep(nanoseconds: nanoseconds)
                     guard let storage = self else { return }
                     storage.removeExpired()
                 }
