@@ -115,6 +115,28 @@ struct ImageCacheTests {
         #expect(cache.isCached(forKey: "again") == false)
     }
 
+    @Test("disk writes and removals happen in call order")
+    func writeOrder() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let cache = try makeCache(in: directory)
+        let first = try makeTestImage(seed: 1)
+        let second = try makeTestImage(seed: 2)
+        for round in 0..<20 {
+            cache.store(first, forKey: "r\(round)", completionHandler: nil)
+            cache.removeImage(forKey: "r\(round)", completionHandler: nil)
+            cache.store(first, forKey: "s\(round)", completionHandler: nil)
+            cache.store(second, forKey: "s\(round)", completionHandler: nil)
+        }
+        await cache.cleanExpiredDiskCache()
+        cache.clearMemoryCache()
+        for round in 0..<20 {
+            #expect(cache.diskStorage.isCached(forKey: "r\(round)") == false)
+            let image = try await cache.retrieveImage(forKey: "s\(round)", options: options()).image
+            #expect(try image?.rgbaPixels() == second.rgbaPixels())
+        }
+    }
+
     @Test("expired images are cleaned from memory and disk by the injected clock")
     func expiration() async throws {
         let directory = TemporaryDirectory()

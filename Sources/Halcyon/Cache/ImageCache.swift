@@ -6,9 +6,10 @@ import Foundation
 /// Kingfisher's `ImageCache` shape. Images are stored under `key`, or
 /// `key@processorIdentifier` when a non-default processor made them, so one
 /// source can be cached once per processing. A memory hit is answered on the
-/// caller's thread; everything that touches the disk (serializing, writing,
-/// reading, decoding) runs on the cache's own concurrent queue, never on the
-/// caller's thread, unless `loadDiskFileSynchronously` asks for it. A disk hit
+/// caller's thread; everything that touches the disk runs on the cache's own
+/// queues, never on the caller's thread unless `loadDiskFileSynchronously`
+/// asks for it: serializing, writes and removals on one serial queue, in call
+/// order; reads and decoding on a concurrent one. A disk hit
 /// is decoded with the options' ``CacheSerializer`` and put into memory.
 ///
 /// Every API comes as async/await and as a completion handler called on
@@ -24,7 +25,10 @@ public final class ImageCache: Sendable {
     /// The disk layer.
     public let diskStorage: DiskStorage.Backend
 
+    /// Serial: every disk write and removal, in call order, so a remove never overtakes the store before it.
     private let ioQueue: DispatchQueue
+    /// Concurrent: disk reads and decoding.
+    private let readQueue: DispatchQueue
 
     // MARK: - Making caches
 
@@ -32,8 +36,9 @@ public final class ImageCache: Sendable {
     public init(memoryStorage: MemoryStorage.Backend<Image>, diskStorage: DiskStorage.Backend) {
         self.memoryStorage = memoryStorage
         self.diskStorage = diskStorage
-        self.ioQueue = DispatchQueue(label: "halcyon.imagecache.io.\(diskStorage.config.name)",
-                                     qos: .userInitiated, attributes: .concurrent)
+        self.ioQueue = DispatchQueue(label: "halcyon.imagecache.io.\(diskStorage.config.name)", qos: .userInitiated)
+        self.readQueue = DispatchQueue(label: "halcyon.imagecache.read.\(diskStorage.config.name)",
+                                       qos: .userInitiated, attributes: .concurrent)
     }
 
     /// Makes a cache with default limits whose disk directory is named after `name`.
@@ -228,7 +233,7 @@ public final class ImageCache: Sendable {
                 }
             Self.deliver(result, on: callbackQueue, completionHandler)
         }
-        if loadDiskFileSynchronously { load() } else { ioQueue.async(execute: load) }
+        if loadDiskFileSynchronously { load() } else { readQueue.async(execute: load) }
     }
 
     /// Looks for the image for `key` made by `options.processor`: memory first, then disk.
@@ -286,7 +291,7 @@ public final class ImageCache: Sendable {
         completionHandler: @escaping @Sendable (Result<Image?, HalcyonError>) -> Void
     ) {
         let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
-        ioQueue.async {
+        readQueue.async {
             Self.deliver(self.loadFromDisk(computedKey: computed, options: options, extending: extendingExpiration),
                          on: callbackQueue, completionHandler)
         }
@@ -337,7 +342,7 @@ public final class ImageCache: Sendable {
         includingExpired: Bool = false
     ) async throws(HalcyonError) -> DiskStorage.Entry? {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
-        let result = await onIOQueue { () -> Result<DiskStorage.Entry?, HalcyonError> in
+        let result = await onQueue(readQueue) { () -> Result<DiskStorage.Entry?, HalcyonError> in
             do throws(HalcyonError) {
                 return .success(try self.diskStorage.entry(forKey: computed, includingExpired: includingExpired,
                                                            extendingExpiration: ExpirationExtending.none))
@@ -358,7 +363,7 @@ public final class ImageCache: Sendable {
         to expiration: StorageExpiration? = nil
     ) async throws(HalcyonError) -> Bool {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
-        let result = await onIOQueue { () -> Result<Bool, HalcyonError> in
+        let result = await onQueue(ioQueue) { () -> Result<Bool, HalcyonError> in
             do throws(HalcyonError) {
                 return .success(try self.diskStorage.extendExpiration(forKey: computed, to: expiration))
             } catch {
@@ -392,7 +397,7 @@ public final class ImageCache: Sendable {
 
     /// The bytes taken by the disk cache, counted on the cache's queue.
     public var diskStorageSize: UInt {
-        get async { await onIOQueue { self.diskStorage.totalSize() } }
+        get async { await onQueue(ioQueue) { self.diskStorage.totalSize() } }
     }
 
     /// The bytes taken by the disk cache, counted on the cache's queue and given to `completion`.
@@ -496,14 +501,14 @@ public final class ImageCache: Sendable {
     /// Removes expired and corrupt disk entries; returns the removed files.
     @discardableResult
     public func cleanExpiredDiskCache() async -> [URL] {
-        await onIOQueue { self.diskStorage.removeExpiredValues() }
+        await onQueue(ioQueue) { self.diskStorage.removeExpiredValues() }
     }
 
     // MARK: - Queues
 
-    private func onIOQueue<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    private func onQueue<T: Sendable>(_ queue: DispatchQueue, _ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            ioQueue.async { continuation.resume(returning: work()) }
+            queue.async { continuation.resume(returning: work()) }
         }
     }
 
