@@ -2,7 +2,9 @@
 // in a given cache directory, so a test can kill it mid-write or run two at once.
 //
 //   halcyon-cache-stress store  <directory> <count> <writer>            store keys 0..<count
-//   halcyon-cache-stress hammer <directory> <count> <rounds> <writer>   store and read the same keys repeatedly
+//   halcyon-cache-stress hammer <directory> <count> <rounds> <writer> [<access-update-interval>]
+//                                                                       store and read the same keys repeatedly;
+//                                                                       interval 0 re-dates the header on every hit
 //
 // Payloads are self-describing (key, writer, round, then bytes derived from
 // them), so any reader can tell a valid payload from a torn or mixed one.
@@ -38,14 +40,16 @@ func isValid(_ data: Data, key: Int) -> Bool {
     return data == payload(key: key, writer: fields[1], round: fields[2])
 }
 
-func storage(at directory: String) -> DiskStorage.Backend? {
+func storage(at directory: String, accessUpdateInterval: TimeInterval = 1) -> DiskStorage.Backend? {
     let url = URL(fileURLWithPath: directory)
-    let config = DiskStorage.Config(name: url.lastPathComponent, directory: url.deletingLastPathComponent())
+    let config = DiskStorage.Config(name: url.lastPathComponent, directory: url.deletingLastPathComponent(),
+                                    accessUpdateInterval: accessUpdateInterval)
     return try? DiskStorage.Backend(config: config)
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 5, let disk = storage(at: arguments[2]), let count = Int(arguments[3]) else {
+let interval = arguments.count >= 7 ? TimeInterval(arguments[6]) ?? 1 : 1
+guard arguments.count >= 5, let disk = storage(at: arguments[2], accessUpdateInterval: interval), let count = Int(arguments[3]) else {
     FileHandle.standardError.write(Data("usage: halcyon-cache-stress store|hammer <directory> <count> ...\n".utf8))
     exit(2)
 }

@@ -477,7 +477,8 @@ struct DiskStorageTests {
         for writer in 1...2 {
             let process = Process()
             process.executableURL = executable
-            process.arguments = ["hammer", cacheDirectory.path, "60", "5", "\(writer)"]
+            // The second process re-dates entries in place on every hit, racing the other's reads.
+            process.arguments = ["hammer", cacheDirectory.path, "60", "5", "\(writer)", writer == 2 ? "0" : "1"]
             process.standardOutput = FileHandle.nullDevice
             try process.run()
             processes.append(process)
