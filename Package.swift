@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         .systemLibrary(
@@ -23,7 +24,15 @@ let package = Package(
         ),
         .target(
             name: "Halcyon",
-            dependencies: ["CHalcyonVips"]
+            dependencies: [
+                "CHalcyonVips",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "halcyon-cache-stress",
+            dependencies: ["Halcyon"],
+            path: "Sources/HalcyonCacheStress"
         ),
         .executableTarget(
             name: "halcyon",
@@ -34,7 +43,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HalcyonTests",
-            dependencies: ["Halcyon"]
+            dependencies: ["Halcyon", "halcyon-cache-stress"]
         ),
     ],
     swiftLanguageModes: [.v6]
