@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
@@ -27,11 +28,17 @@ let package = Package(
             name: "Halcyon",
             dependencies: [
                 "CHalcyonVips",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+        .executableTarget(
+            name: "halcyon-cache-stress",
+            dependencies: ["Halcyon"],
+            path: "Sources/HalcyonCacheStress"
         ),
         .executableTarget(
             name: "halcyon",
@@ -44,11 +51,11 @@ let package = Package(
             name: "HalcyonTests",
             dependencies: [
                 "Halcyon",
+                "halcyon-cache-stress",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
-            resources: [.copy("Fixtures")]
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

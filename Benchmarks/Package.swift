@@ -17,6 +17,10 @@ let package = Package(
             dependencies: [.product(name: "Halcyon", package: "Halcyon")]
         ),
         .executableTarget(
+            name: "CacheBenchmark",
+            dependencies: [.product(name: "Halcyon", package: "Halcyon")]
+        ),
+        .executableTarget(
             name: "DownloadBenchmark",
             dependencies: [
                 .product(name: "Halcyon", package: "Halcyon"),

@@ -1,7 +1,9 @@
+#define _GNU_SOURCE
 #include "halcyon_vips.h"
 
 #include <pthread.h>
 #include <string.h>
+#include <strings.h>
 
 /* MARK: - Life cycle and errors */
 
@@ -37,6 +39,8 @@ void hc_unref(VipsImage *image) {
 
 void hc_free(void *pointer) { g_free(pointer); }
 
+const char *hc_version_string(void) { return vips_version_string(); }
+
 int hc_has_operation(const char *name) {
     return vips_type_find("VipsOperation", name) != 0 ? 1 : 0;
 }
@@ -47,10 +51,10 @@ const char *hc_find_loader(const void *buffer, size_t length) {
     return vips_foreign_find_load_buffer(buffer, length);
 }
 
-/* Only GIF and WebP take "n" as a frame count; other loaders reject it. */
+/* Only GIF and WebP take "n" as a frame count; other loaders reject it.
+ * The loader is named by class (VipsForeignLoadNsgifBuffer, VipsForeignLoadWebpBuffer). */
 static int hc_loader_is_animated(const char *loader) {
-    return loader != NULL &&
-           (strstr(loader, "gifload") != NULL || strstr(loader, "webpload") != NULL);
+    return loader != NULL && (strcasestr(loader, "gif") != NULL || strcasestr(loader, "webp") != NULL);
 }
 
 static const char *hc_load_options(const void *buffer, size_t length, int all_frames) {

@@ -333,13 +333,14 @@ import Testing
     @Test func delayedHeadersTimeOut() async throws {
         try await withServer({ $0.downloadTimeout = 0.3 }) { server, downloader in
             let started = Date()
-            let error = await failure(downloader, server.url("/delayed/late?delay=3000"))
+            let error = await failure(downloader, server.url("/delayed/late?delay=10000"))
             guard case .responseError(.timedOut(_, let after)) = error else {
                 Issue.record("expected timedOut, got \(String(describing: error))")
                 return
             }
             #expect(after == 0.3)
-            #expect(Date().timeIntervalSince(started) < 2)
+            // Far below the 10 s delay; generous because parallel suites load the 2 cores.
+            #expect(Date().timeIntervalSince(started) < 5)
         }
     }
 

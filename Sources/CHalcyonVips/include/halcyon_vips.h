@@ -24,6 +24,8 @@ int hc_init(void);
 char *hc_error_copy(void);
 void hc_unref(VipsImage *image);
 void hc_free(void *pointer);
+/** The libvips version, such as "8.14.1". */
+const char *hc_version_string(void);
 /** 1 when libvips can save through the named operation (for example "heifsave_buffer"). */
 int hc_has_operation(const char *name);
 

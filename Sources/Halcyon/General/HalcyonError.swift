@@ -73,6 +73,12 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case cannotWriteFile(path: String, message: String)
         /// Reading a cache file failed.
         case cannotReadFile(path: String, message: String)
+        /// Removing a cache file or directory failed.
+        case cannotRemoveFile(path: String, message: String)
+        /// A cache entry file is truncated, torn or corrupt; it is removed and reads as a miss.
+        case corruptEntry(path: String, message: String)
+        /// A storage configuration value is invalid, such as a path extension that is not 1–20 letters or digits.
+        case invalidConfiguration(message: String)
     }
 
     /// Why an image could not be decoded, processed or encoded.

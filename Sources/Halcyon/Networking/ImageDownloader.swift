@@ -9,7 +9,8 @@ import Synchronization
 /// the request modifier) share one HTTP request; each caller gets its own
 /// ``CancelToken`` and the request stops when the last caller leaves. Bytes
 /// are decoded once per distinct processor (and decoding options) and the
-/// result fans out. At most ``maxConcurrentDownloads`` requests run at once;
+/// result fans out, on a concurrent dispatch queue of the downloader rather
+/// than the Swift concurrency pool. At most ``maxConcurrentDownloads`` requests run at once;
 /// the others wait, highest priority first, then in ``executionOrder``.
 ///
 /// Every property is thread-safe. Settings are read when a request starts, so
@@ -35,6 +36,7 @@ public final class ImageDownloader: Sendable {
     private let state: Mutex<State>
     private let resumable = ResumableDataStore()
     private let idleMonitor = IdleMonitor()
+    private let processingQueue = DispatchQueue(label: "halcyon.downloader.processing", qos: .userInitiated, attributes: .concurrent)
 
     private struct State {
         var downloadTimeout: TimeInterval = 15
@@ -333,7 +335,11 @@ public final class ImageDownloader: Sendable {
         delegate?.imageDownloader(
             self, didFinishDownloadingImageForURL: task.url, with: try? result.get().response,
             error: result.failure)
-        deliver(result, to: callbacks, url: task.url, delegate: delegate)
+        guard !callbacks.isEmpty else { return }
+        // Decoding blocks a thread; keep it off the cooperative pool so network tasks keep flowing.
+        processingQueue.async {
+            self.deliver(result, to: callbacks, url: task.url, delegate: delegate)
+        }
     }
 
     private static func makeClient(poolSize: Int) -> HTTPClient {

@@ -1,0 +1,522 @@
+import Dispatch
+import Foundation
+
+/// A two-layer image cache: decoded images in memory, encoded bytes on disk.
+///
+/// Kingfisher's `ImageCache` shape. Images are stored under `key`, or
+/// `key@processorIdentifier` when a non-default processor made them, so one
+/// source can be cached once per processing. A memory hit is answered on the
+/// caller's thread; everything that touches the disk runs on the cache's own
+/// queues, never on the caller's thread unless `loadDiskFileSynchronously`
+/// asks for it: serializing, writes and removals on one serial queue, in call
+/// order; reads and decoding on a concurrent one. A disk hit
+/// is decoded with the options' ``CacheSerializer`` and put into memory.
+///
+/// Every API comes as async/await and as a completion handler called on
+/// `callbackQueue` (`nil`: on whichever thread finished the work).
+/// Thread-safe: the two storages are thread-safe and this class holds no other
+/// mutable state.
+public final class ImageCache: Sendable {
+    /// The shared cache named `"default"`, in `$XDG_CACHE_HOME/halcyon/default` (or `~/.cache/halcyon/default`).
+    public static let `default` = ImageCache(name: "default")
+
+    /// The memory layer.
+    public let memoryStorage: MemoryStorage.Backend<Image>
+    /// The disk layer.
+    public let diskStorage: DiskStorage.Backend
+
+    /// Serial: every disk write and removal, in call order, so a remove never overtakes the store before it.
+    private let ioQueue: DispatchQueue
+    /// Concurrent: disk reads and decoding.
+    private let readQueue: DispatchQueue
+
+    // MARK: - Making caches
+
+    /// Makes a cache from two storages.
+    public init(memoryStorage: MemoryStorage.Backend<Image>, diskStorage: DiskStorage.Backend) {
+        self.memoryStorage = memoryStorage
+        self.diskStorage = diskStorage
+        self.ioQueue = DispatchQueue(label: "halcyon.imagecache.io.\(diskStorage.config.name)", qos: .userInitiated)
+        self.readQueue = DispatchQueue(label: "halcyon.imagecache.read.\(diskStorage.config.name)",
+                                       qos: .userInitiated, attributes: .concurrent)
+    }
+
+    /// Makes a cache with default limits whose disk directory is named after `name`.
+    ///
+    /// Never fails: a name that is not a valid file name (empty, or with `/`)
+    /// is escaped or hashed into one. The directory is created on first store.
+    public convenience init(name: String) {
+        let safeName = DiskStorage.Backend.escapedFileName(name) ?? DiskStorage.Backend.sha256Hex(name)
+        self.init(
+            memoryStorage: MemoryStorage.Backend(config: MemoryStorage.Config()),
+            diskStorage: DiskStorage.Backend(validatedConfig: DiskStorage.Config(name: safeName), clock: .system))
+    }
+
+    /// Makes a cache whose disk directory is `directory/name`.
+    ///
+    /// Throws `.cacheError(.invalidConfiguration)` for a name that is not a file name.
+    public convenience init(name: String, cacheDirectoryURL directory: URL?) throws(HalcyonError) {
+        let disk = try DiskStorage.Backend(config: DiskStorage.Config(name: name, directory: directory))
+        self.init(memoryStorage: MemoryStorage.Backend(config: MemoryStorage.Config()), diskStorage: disk)
+    }
+
+    /// The key an image is stored under: `key`, or `key@processorIdentifier` for a non-empty identifier.
+    public static func computedKey(_ key: String, processorIdentifier identifier: String) -> String {
+        identifier.isEmpty ? key : key + "@" + identifier
+    }
+
+    // MARK: - Storing
+
+    /// Stores `image` in memory and, with `toDisk`, its serialized bytes on disk.
+    ///
+    /// The memory store happens before this returns. Serializing and the disk
+    /// write run on the cache's queue; `completionHandler` then gets the result
+    /// on `callbackQueue`. `original` is the data the image came from, which the
+    /// serializer may store as is. `metadata` (ETag, Last-Modified...) is kept
+    /// with the disk entry for revalidation.
+    public func store(
+        _ image: Image,
+        original: Data? = nil,
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        cacheSerializer serializer: any CacheSerializer = DefaultCacheSerializer.default,
+        toDisk: Bool = true,
+        memoryExpiration: StorageExpiration? = nil,
+        diskExpiration: StorageExpiration? = nil,
+        metadata: CacheEntryMetadata? = nil,
+        callbackQueue: DispatchQueue? = nil,
+        completionHandler: (@Sendable (CacheStoreResult) -> Void)? = nil
+    ) {
+        let computed = Self.computedKey(key, processorIdentifier: identifier)
+        memoryStorage.store(value: image, forKey: computed, expiration: memoryExpiration)
+        guard toDisk else {
+            if let completionHandler {
+                Self.deliver(CacheStoreResult(memoryCacheResult: .success(()), diskCacheResult: .success(())),
+                             on: callbackQueue, completionHandler)
+            }
+            return
+        }
+        ioQueue.async {
+            let result = self.serializeAndWrite(image, original: original, computedKey: computed, serializer: serializer,
+                                                expiration: diskExpiration, metadata: metadata)
+            if let completionHandler {
+                Self.deliver(CacheStoreResult(memoryCacheResult: .success(()), diskCacheResult: result),
+                             on: callbackQueue, completionHandler)
+            }
+        }
+    }
+
+    /// Stores `image` in memory and, with `toDisk`, on disk; returns when both are done.
+    ///
+    /// Throws the disk failure: `.cacheError(.cannotSerializeImage)`,
+    /// `.cannotCreateDirectory` or `.cannotWriteFile`. The memory store has
+    /// happened even then.
+    public func store(
+        _ image: Image,
+        original: Data? = nil,
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        cacheSerializer serializer: any CacheSerializer = DefaultCacheSerializer.default,
+        toDisk: Bool = true,
+        memoryExpiration: StorageExpiration? = nil,
+        diskExpiration: StorageExpiration? = nil,
+        metadata: CacheEntryMetadata? = nil
+    ) async throws(HalcyonError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<CacheStoreResult, Never>) in
+            store(image, original: original, forKey: key, processorIdentifier: identifier, cacheSerializer: serializer,
+                  toDisk: toDisk, memoryExpiration: memoryExpiration, diskExpiration: diskExpiration,
+                  metadata: metadata, callbackQueue: nil) { continuation.resume(returning: $0) }
+        }
+        try result.diskCacheResult.get()
+    }
+
+    /// Stores already-encoded bytes on disk only, with optional HTTP metadata.
+    ///
+    /// For originals kept for later processing, and for downloads stored as
+    /// received. Runs on the cache's queue.
+    public func storeToDisk(
+        _ data: Data,
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        expiration: StorageExpiration? = nil,
+        metadata: CacheEntryMetadata? = nil,
+        callbackQueue: DispatchQueue? = nil,
+        completionHandler: (@Sendable (CacheStoreResult) -> Void)? = nil
+    ) {
+        let computed = Self.computedKey(key, processorIdentifier: identifier)
+        ioQueue.async {
+            let result: Result<Void, HalcyonError>
+            do throws(HalcyonError) {
+                try self.diskStorage.store(value: data, forKey: computed, expiration: expiration, metadata: metadata)
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            if let completionHandler {
+                Self.deliver(CacheStoreResult(memoryCacheResult: .success(()), diskCacheResult: result),
+                             on: callbackQueue, completionHandler)
+            }
+        }
+    }
+
+    /// Stores already-encoded bytes on disk only; returns when written.
+    ///
+    /// Throws `.cacheError(.cannotCreateDirectory)` or `.cannotWriteFile`.
+    public func storeToDisk(
+        _ data: Data,
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        expiration: StorageExpiration? = nil,
+        metadata: CacheEntryMetadata? = nil
+    ) async throws(HalcyonError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<CacheStoreResult, Never>) in
+            storeToDisk(data, forKey: key, processorIdentifier: identifier, expiration: expiration,
+                        metadata: metadata, callbackQueue: nil) { continuation.resume(returning: $0) }
+        }
+        try result.diskCacheResult.get()
+    }
+
+    private func serializeAndWrite(
+        _ image: Image, original: Data?, computedKey: String, serializer: any CacheSerializer,
+        expiration: StorageExpiration?, metadata: CacheEntryMetadata?
+    ) -> Result<Void, HalcyonError> {
+        let data: Data
+        do throws(HalcyonError) {
+            data = try serializer.data(with: image, original: original)
+        } catch {
+            return .failure(.cacheError(reason: .cannotSerializeImage(key: computedKey, message: "\(error)")))
+        }
+        guard !data.isEmpty else {
+            return .failure(.cacheError(reason: .cannotSerializeImage(key: computedKey, message: "the serializer returned no bytes")))
+        }
+        do throws(HalcyonError) {
+            try diskStorage.store(value: data, forKey: computedKey, expiration: expiration, metadata: metadata)
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    // MARK: - Retrieving
+
+    /// Looks for the image for `key` made by `options.processor`: memory first, then disk.
+    ///
+    /// A disk hit is decoded with `options.cacheSerializer` and the options'
+    /// decoding limits, off the caller's thread (on it with
+    /// `loadDiskFileSynchronously`), then stored in memory with
+    /// `memoryExpiration`. Reads extend expirations per
+    /// `memoryExpirationExtending` and `diskExpirationExtending`. Bytes that no
+    /// longer decode are removed and reported as `.none`; bytes over the
+    /// options' pixel or frame limits fail with that processor error and stay
+    /// cached. Disk I/O failures fail with `.cacheError(.cannotReadFile)`.
+    public func retrieveImage(
+        forKey key: String,
+        options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
+        memoryExpiration: StorageExpiration? = nil,
+        memoryExpirationExtending: ExpirationExtending = .cacheTime,
+        diskExpirationExtending: ExpirationExtending = .cacheTime,
+        loadDiskFileSynchronously: Bool = false,
+        callbackQueue: DispatchQueue? = nil,
+        completionHandler: @escaping @Sendable (Result<ImageCacheResult, HalcyonError>) -> Void
+    ) {
+        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
+            Self.deliver(.success(.memory(image)), on: callbackQueue, completionHandler)
+            return
+        }
+        let load: @Sendable () -> Void = {
+            let result = self.loadFromDisk(computedKey: computed, options: options, extending: diskExpirationExtending)
+                .map { image -> ImageCacheResult in
+                    guard let image else { return .none }
+                    self.memoryStorage.store(value: image, forKey: computed, expiration: memoryExpiration)
+                    return .disk(image)
+                }
+            Self.deliver(result, on: callbackQueue, completionHandler)
+        }
+        if loadDiskFileSynchronously { load() } else { readQueue.async(execute: load) }
+    }
+
+    /// Looks for the image for `key` made by `options.processor`: memory first, then disk.
+    ///
+    /// The async form of ``retrieveImage(forKey:options:memoryExpiration:memoryExpirationExtending:diskExpirationExtending:loadDiskFileSynchronously:callbackQueue:completionHandler:)``;
+    /// the disk read and decode run on the cache's queue, not the caller's executor.
+    public func retrieveImage(
+        forKey key: String,
+        options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
+        memoryExpiration: StorageExpiration? = nil,
+        memoryExpirationExtending: ExpirationExtending = .cacheTime,
+        diskExpirationExtending: ExpirationExtending = .cacheTime
+    ) async throws(HalcyonError) -> ImageCacheResult {
+        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
+            return .memory(image)
+        }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ImageCacheResult, HalcyonError>, Never>) in
+            retrieveImage(forKey: key, options: options, memoryExpiration: memoryExpiration,
+                          memoryExpirationExtending: memoryExpirationExtending,
+                          diskExpirationExtending: diskExpirationExtending) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Retrieves a result with options given as a ``HalcyonOptionsInfo`` list.
+    public func retrieveImage(forKey key: String, options: HalcyonOptionsInfo?) async throws(HalcyonError) -> ImageCacheResult {
+        try await retrieveImage(forKey: key, options: HalcyonParsedOptionsInfo(options))
+    }
+
+    /// The image for `key` made by the processor with `processorIdentifier`, from memory only.
+    ///
+    /// Runs on the caller's thread and never touches the disk.
+    public func retrieveImageInMemoryCache(
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        extendingExpiration: ExpirationExtending = .cacheTime
+    ) -> Image? {
+        memoryStorage.value(forKey: Self.computedKey(key, processorIdentifier: identifier), extendingExpiration: extendingExpiration)
+    }
+
+    /// The image for `key` made by the processor with `processorIdentifier`, from memory only.
+    public func retrieveImageInMemoryCache(forKey key: String, options: HalcyonParsedOptionsInfo) -> Image? {
+        retrieveImageInMemoryCache(forKey: key, processorIdentifier: options.processor.identifier)
+    }
+
+    /// The image for `key` made by `options.processor`, from disk only, decoded on the cache's queue.
+    ///
+    /// Does not put the image in memory. `nil` when not on disk, expired, or no longer decodable (then removed).
+    public func retrieveImageInDiskCache(
+        forKey key: String,
+        options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
+        extendingExpiration: ExpirationExtending = .cacheTime,
+        callbackQueue: DispatchQueue? = nil,
+        completionHandler: @escaping @Sendable (Result<Image?, HalcyonError>) -> Void
+    ) {
+        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        readQueue.async {
+            Self.deliver(self.loadFromDisk(computedKey: computed, options: options, extending: extendingExpiration),
+                         on: callbackQueue, completionHandler)
+        }
+    }
+
+    /// The image for `key` made by `options.processor`, from disk only; async form.
+    public func retrieveImageInDiskCache(
+        forKey key: String,
+        options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
+        extendingExpiration: ExpirationExtending = .cacheTime
+    ) async throws(HalcyonError) -> Image? {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Image?, HalcyonError>, Never>) in
+            retrieveImageInDiskCache(forKey: key, options: options, extendingExpiration: extendingExpiration) {
+                continuation.resume(returning: $0)
+            }
+        }
+        return try result.get()
+    }
+
+    private func loadFromDisk(computedKey: String, options: HalcyonParsedOptionsInfo, extending: ExpirationExtending) -> Result<Image?, HalcyonError> {
+        let data: Data
+        do throws(HalcyonError) {
+            guard let stored = try diskStorage.value(forKey: computedKey, extendingExpiration: extending) else { return .success(nil) }
+            data = stored
+        } catch {
+            return .failure(error)
+        }
+        do throws(HalcyonError) {
+            return .success(try options.cacheSerializer.image(with: data, options: options))
+        } catch {
+            if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
+            if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
+            try? diskStorage.remove(forKey: computedKey)
+            return .success(nil)
+        }
+    }
+
+    // MARK: - Disk entries and revalidation
+
+    /// The disk entry for `key` with its HTTP metadata and dates, read on the cache's queue.
+    ///
+    /// With `includingExpired` an expired entry is returned too, so its ETag
+    /// and Last-Modified can be sent in a conditional request. Does not extend
+    /// the expiration.
+    public func diskEntry(
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        includingExpired: Bool = false
+    ) async throws(HalcyonError) -> DiskStorage.Entry? {
+        let computed = Self.computedKey(key, processorIdentifier: identifier)
+        let result = await onQueue(readQueue) { () -> Result<DiskStorage.Entry?, HalcyonError> in
+            do throws(HalcyonError) {
+                return .success(try self.diskStorage.entry(forKey: computed, includingExpired: includingExpired,
+                                                           extendingExpiration: ExpirationExtending.none))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Gives the disk entry for `key` a new expiration from now without rewriting it (after an HTTP 304).
+    ///
+    /// `expiration` defaults to the disk storage's. Returns `false` when there is no valid entry.
+    @discardableResult
+    public func extendDiskExpiration(
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        to expiration: StorageExpiration? = nil
+    ) async throws(HalcyonError) -> Bool {
+        let computed = Self.computedKey(key, processorIdentifier: identifier)
+        let result = await onQueue(ioQueue) { () -> Result<Bool, HalcyonError> in
+            do throws(HalcyonError) {
+                return .success(try self.diskStorage.extendExpiration(forKey: computed, to: expiration))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    // MARK: - Inspecting
+
+    /// Where the image for `key` and `processorIdentifier` is cached, checking memory then the disk entry's header.
+    ///
+    /// The disk check reads one small header on the caller's thread.
+    public func imageCachedType(forKey key: String, processorIdentifier identifier: String = "") -> CacheType {
+        let computed = Self.computedKey(key, processorIdentifier: identifier)
+        if memoryStorage.isCached(forKey: computed) { return .memory }
+        if diskStorage.isCached(forKey: computed) { return .disk }
+        return .none
+    }
+
+    /// Whether the image for `key` and `processorIdentifier` is in memory or on disk.
+    public func isCached(forKey key: String, processorIdentifier identifier: String = "") -> Bool {
+        imageCachedType(forKey: key, processorIdentifier: identifier).cached
+    }
+
+    /// The path of the disk file for `key` and `processorIdentifier`, whether or not it exists.
+    public func cachePath(forKey key: String, processorIdentifier identifier: String = "") -> String {
+        diskStorage.cacheFileURL(forKey: Self.computedKey(key, processorIdentifier: identifier)).path
+    }
+
+    /// The bytes taken by the disk cache, counted on the cache's queue.
+    public var diskStorageSize: UInt {
+        get async { await onQueue(ioQueue) { self.diskStorage.totalSize() } }
+    }
+
+    /// The bytes taken by the disk cache, counted on the cache's queue and given to `completion`.
+    public func calculateDiskStorageSize(
+        callbackQueue: DispatchQueue? = nil,
+        completion: @escaping @Sendable (Result<UInt, HalcyonError>) -> Void
+    ) {
+        ioQueue.async { Self.deliver(.success(self.diskStorage.totalSize()), on: callbackQueue, completion) }
+    }
+
+    // MARK: - Removing
+
+    /// Removes the image for `key` and `processorIdentifier` from memory and/or disk.
+    ///
+    /// The memory removal happens before this returns; the disk one on the cache's queue.
+    public func removeImage(
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        fromMemory: Bool = true,
+        fromDisk: Bool = true,
+        callbackQueue: DispatchQueue? = nil,
+        completionHandler: (@Sendable (Result<Void, HalcyonError>) -> Void)? = nil
+    ) {
+        let computed = Self.computedKey(key, processorIdentifier: identifier)
+        if fromMemory { memoryStorage.remove(forKey: computed) }
+        guard fromDisk else {
+            if let completionHandler { Self.deliver(.success(()), on: callbackQueue, completionHandler) }
+            return
+        }
+        ioQueue.async {
+            let result: Result<Void, HalcyonError>
+            do throws(HalcyonError) {
+                try self.diskStorage.remove(forKey: computed)
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            if let completionHandler { Self.deliver(result, on: callbackQueue, completionHandler) }
+        }
+    }
+
+    /// Removes the image for `key` and `processorIdentifier`; async form.
+    ///
+    /// Throws `.cacheError(.cannotRemoveFile)` when the disk file cannot be deleted.
+    public func removeImage(
+        forKey key: String,
+        processorIdentifier identifier: String = "",
+        fromMemory: Bool = true,
+        fromDisk: Bool = true
+    ) async throws(HalcyonError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, HalcyonError>, Never>) in
+            removeImage(forKey: key, processorIdentifier: identifier, fromMemory: fromMemory, fromDisk: fromDisk) {
+                continuation.resume(returning: $0)
+            }
+        }
+        try result.get()
+    }
+
+    /// Removes every image from memory, at once.
+    public func clearMemoryCache() {
+        memoryStorage.removeAll()
+    }
+
+    /// Removes every file of the disk cache, on the cache's queue.
+    public func clearDiskCache(callbackQueue: DispatchQueue? = nil, completion: (@Sendable (Result<Void, HalcyonError>) -> Void)? = nil) {
+        ioQueue.async {
+            let result: Result<Void, HalcyonError>
+            do throws(HalcyonError) {
+                try self.diskStorage.removeAll()
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            if let completion { Self.deliver(result, on: callbackQueue, completion) }
+        }
+    }
+
+    /// Removes every file of the disk cache; async form.
+    ///
+    /// Throws `.cacheError(.cannotRemoveFile)` for a file that cannot be deleted.
+    public func clearDiskCache() async throws(HalcyonError) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, HalcyonError>, Never>) in
+            clearDiskCache(callbackQueue: nil) { continuation.resume(returning: $0) }
+        }
+        try result.get()
+    }
+
+    /// Removes expired images from memory, at once.
+    public func cleanExpiredMemoryCache() {
+        memoryStorage.removeExpired()
+    }
+
+    /// Removes expired and corrupt disk entries on the cache's queue; `completion` gets the removed files.
+    public func cleanExpiredDiskCache(callbackQueue: DispatchQueue? = nil, completion: (@Sendable ([URL]) -> Void)? = nil) {
+        ioQueue.async {
+            let removed = self.diskStorage.removeExpiredValues()
+            if let completion { Self.deliver(removed, on: callbackQueue, completion) }
+        }
+    }
+
+    /// Removes expired and corrupt disk entries; returns the removed files.
+    @discardableResult
+    public func cleanExpiredDiskCache() async -> [URL] {
+        await onQueue(ioQueue) { self.diskStorage.removeExpiredValues() }
+    }
+
+    // MARK: - Queues
+
+    private func onQueue<T: Sendable>(_ queue: DispatchQueue, _ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: work()) }
+        }
+    }
+
+    private static func deliver<T: Sendable>(_ value: T, on queue: DispatchQueue?, _ handler: @escaping @Sendable (T) -> Void) {
+        if let queue {
+            queue.async { handler(value) }
+        } else {
+            handler(value)
+        }
+    }
+}

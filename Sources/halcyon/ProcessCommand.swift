@@ -1,0 +1,81 @@
+import ArgumentParser
+import Foundation
+import Halcyon
+
+/// `halcyon process <in> <out> -p CHAIN`: local processing, no cache.
+struct ProcessCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "process",
+        abstract: "Process local image files through a processor chain (no cache).",
+        discussion: """
+            INPUT is a file or a folder (every image file in it, not recursive); \
+            OUTPUT is a file for one input, else a folder, created when missing.
+
+            Processor chain: steps joined by |>, for example
+              resize(300x200,fill)|>round(12)|>blur(2)|>tint(#ff000080)|>bw
+            Steps: resize(WxH[,fit|fill|force]) downsample(WxH|N) \
+            crop(WxH[,center|top|bottom|left|right|topleft|topright|bottomleft|bottomright]) \
+            round(R|N%[,#color]) border(W,#color[,R]) blur(R) tint(#rrggbbaa) \
+            overlay(#rrggbb[,F]) bw color(b=B,c=C,s=S,ev=E) blend(MODE[,ALPHA[,#color]])
+            """
+    )
+
+    @Argument(help: "An image file or a folder of images.")
+    var input: String
+
+    @Argument(help: "The output file, or a folder for several inputs.")
+    var output: String
+
+    @Option(name: [.customShort("p"), .customLong("processor")], help: "The processor chain to apply.")
+    var chain: String = ""
+
+    @Option(help: "Output format: jpeg, png, webp, gif, avif or tiff (default: the input's, PNG when it cannot be written).")
+    var format: String?
+
+    @Option(help: "Quality 1-100 for jpeg, webp and avif.")
+    var quality: Int?
+
+    mutating func run() throws {
+        let processor: any ImageProcessor
+        do {
+            processor = try ProcessorChainParser.parse(chain)
+        } catch {
+            printError("halcyon: \(error)")
+            throw ExitCodes.usage
+        }
+        let requestedFormat = try format.map { name throws -> ImageFormat in
+            guard let parsed = ImageFormat(fileExtension: name), ImageEncodingFormat(parsed) != nil else {
+                printError("halcyon: unknown output format \"\(name)\" (use jpeg, png, webp, gif, avif or tiff)")
+                throw ExitCodes.usage
+            }
+            return parsed
+        }
+        let jobs = try ProcessingJob.plan(input: input, output: output, format: requestedFormat)
+        var failures = 0
+        for job in jobs {
+            let started = ContinuousClock.now
+            do {
+                let result = try job.run(processor: processor, quality: quality)
+                let elapsed = ContinuousClock.now - started
+                print("\(job.input.path) -> \(job.output.path)  \(result.summary)  \(elapsed.halcyonMilliseconds)")
+            } catch {
+                failures += 1
+                printError("halcyon: \(job.input.path): \(error)")
+            }
+        }
+        if failures > 0 { throw ExitCodes.failure }
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+extension Duration {
+    /// `12.3 ms`.
+    var halcyonMilliseconds: String {
+        let milliseconds = Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
+        return String(format: "%.1f ms", milliseconds)
+    }
+}

@@ -1,2 +1,0 @@
-import Halcyon
-print("halcyon")
