@@ -107,6 +107,19 @@ import Testing
         }
     }
 
+    @Test func downloadDataWithACompletionHandlerSharesTheRequest() async throws {
+        try await withServer { server, downloader in
+            let target = "/slow/data?delay=30&chunks=2"
+            let dataResult = Mutex<Result<ImageDataLoadingResult, HalcyonError>?>(nil)
+            let task = downloader.downloadData(with: server.url(target)) { result in dataResult.withLock { $0 = result } }
+            let image = try await downloader.downloadImage(with: server.url(target))
+            #expect(task != nil)
+            #expect(await server.wait { dataResult.withLock { $0 } != nil })
+            #expect((try? dataResult.withLock { $0 }?.get())?.data == image.originalData)
+            #expect(server.hits(target) == 1)
+        }
+    }
+
     @Test func invalidURLFailsAtOnce() async throws {
         let downloader = ImageDownloader(name: "invalid")
         let box = ResultBox()

@@ -17,6 +17,8 @@ import Synchronization
 let imageCount = Int(ProcessInfo.processInfo.environment["IMAGES"] ?? "") ?? 1000
 let concurrency = 16
 let rounds = max(1, Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "") ?? 5)
+/// `DECODE=0` skips the download + decode row (for profiling the transport alone).
+let includeDecode = ProcessInfo.processInfo.environment["DECODE"] != "0"
 
 // MARK: - Deterministic bodies
 
@@ -228,12 +230,15 @@ let rawClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, con
 _ = try await runRawClient(rawClient, urls: Array(urls.prefix(64)))
 
 let clients = ["Halcyon download only", "Halcyon download + decode", "bare AsyncHTTPClient (reference)", "curl --parallel-max 16"]
+let shownClients = clients.filter { includeDecode || $0 != clients[1] }
 for round in 1...rounds {
     results[clients[3], default: []].append(try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes))
     results[clients[0], default: []].append(try await runHalcyon(downloader, urls: urls, decode: false))
     results[clients[2], default: []].append(try await runRawClient(rawClient, urls: urls))
-    results[clients[1], default: []].append(try await runHalcyon(downloader, urls: urls, decode: true))
-    print("round \(round)/\(rounds): " + clients.map { String(format: "%@ %.3f s", $0, results[$0]!.last!.seconds) }.joined(separator: ", "))
+    if includeDecode {
+        results[clients[1], default: []].append(try await runHalcyon(downloader, urls: urls, decode: true))
+    }
+    print("round \(round)/\(rounds): " + shownClients.map { String(format: "%@ %.3f s", $0, results[$0]!.last!.seconds) }.joined(separator: ", "))
 }
 
 func median(_ values: [Measurement]) -> Measurement {
@@ -243,7 +248,7 @@ func median(_ values: [Measurement]) -> Measurement {
 let curlMedian = median(results[clients[3]]!)
 let curlRate = Double(curlMedian.images) / curlMedian.seconds
 var table = "| client | images | seconds (median of \(rounds)) | images/s | MB/s | vs curl |\n|---|---:|---:|---:|---:|---:|\n"
-for client in clients {
+for client in shownClients {
     let m = median(results[client]!)
     let rate = Double(m.images) / m.seconds
     table += String(format: "| %@ | %d | %.3f | %.0f | %.1f | %.2f× |\n",

@@ -166,10 +166,26 @@ public final class ImageDownloader: Sendable {
         return try ImageLoadingResult.make(payload).get()
     }
 
+    /// Downloads the bytes at `url` without decoding them, calling `completionHandler` once on `options.callbackQueue`.
+    ///
+    /// Coalesces with image downloads of the same URL; returns nil, after
+    /// calling the handler with the error, when the request cannot be made.
+    @discardableResult
+    public func downloadData(
+        with url: URL,
+        options: DownloadOptions = .default,
+        completionHandler: @escaping @Sendable (Result<ImageDataLoadingResult, HalcyonError>) -> Void
+    ) -> DownloadTask? {
+        let task = DownloadTask(url: url)
+        let started = start(url: url, options: options, decode: false, downloadTask: task) { result in
+            completionHandler(result.map(ImageDataLoadingResult.init))
+        }
+        return started ? task : nil
+    }
+
     /// Downloads the bytes at `url` without decoding them; coalesces with image downloads of the same URL.
     public func downloadData(with url: URL, options: DownloadOptions = .default) async throws(HalcyonError) -> ImageDataLoadingResult {
-        let payload = try await download(url: url, options: options, decode: false)
-        return ImageDataLoadingResult(url: payload.metrics.originalURL, data: payload.data, response: payload.response, metrics: payload.metrics)
+        return ImageDataLoadingResult(try await download(url: url, options: options, decode: false))
     }
 
     private func download(url: URL, options: DownloadOptions, decode: Bool) async throws(HalcyonError) -> DownloadPayload {
@@ -438,6 +454,12 @@ extension ImageLoadingResult {
         }
         return .success(ImageLoadingResult(
             image: image, url: payload.metrics.originalURL, originalData: payload.data, response: payload.response, metrics: payload.metrics))
+    }
+}
+
+extension ImageDataLoadingResult {
+    init(_ payload: DownloadPayload) {
+        self.init(url: payload.metrics.originalURL, data: payload.data, response: payload.response, metrics: payload.metrics)
     }
 }
 
