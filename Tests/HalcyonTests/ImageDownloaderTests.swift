@@ -99,6 +99,21 @@ import Testing
         }
     }
 
+    @Test func serverServesRegisteredFiles() async throws {
+        let jpeg = try Image(data: Self.png).encoded(as: .jpeg())
+        let server = try await TestHTTPServer.start(image: Self.png, files: ["a.jpg": jpeg])
+        let downloader = ImageDownloader(name: "files")
+        let result = try await downloader.downloadImage(with: server.url("/files/a.jpg"))
+        let missing = await failure(downloader, server.url("/files/missing.jpg"))
+        await downloader.shutdown()
+        await server.shutdown()
+        #expect(result.image.originalFormat == .jpeg)
+        guard case .responseError(.invalidHTTPStatusCode(_, 404)) = missing else {
+            Issue.record("expected 404, got \(String(describing: missing))")
+            return
+        }
+    }
+
     @Test func downloadDataSkipsDecoding() async throws {
         try await withServer { server, downloader in
             let result = try await downloader.downloadData(with: server.url("/image/raw"))

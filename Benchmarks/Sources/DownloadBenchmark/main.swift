@@ -2,8 +2,11 @@
 //
 // Starts a loopback HTTP/1.1 server (NIO) serving 1000 distinct, deterministic
 // ~50 KB images (half JPEG, half PNG), then fetches all of them at concurrency
-// 16 with: Halcyon download only (`downloadData`), Halcyon download + decode
-// (`downloadImage`, default processor), and curl. Each client runs `ROUNDS`
+// 16 with: Halcyon download only (`downloadData`, all 1000 submitted at once
+// through the completion-handler API, and again as 1000 async tasks), Halcyon
+// download + decode (`downloadImage`, default processor, completion API), a
+// bare AsyncHTTPClient loop with 16 workers (the transport's ceiling), and
+// curl. Halcyon's own `maxConcurrentDownloads = 16` limits its concurrency. Each client runs `ROUNDS`
 // times (default 5), interleaved; the table shows the median round.
 // Run: cd Benchmarks && swift run -c release DownloadBenchmark
 import AsyncHTTPClient
@@ -137,12 +140,65 @@ func runHalcyon(_ downloader: ImageDownloader, urls: [URL], decode: Bool) async 
     return Measurement(seconds: (ContinuousClock.now - start).seconds, images: urls.count, bytes: bytes)
 }
 
+/// Submits every URL at once through the completion-handler API and waits for the last callback.
+func runHalcyonCallbacks(_ downloader: ImageDownloader, urls: [URL], decode: Bool) async throws -> Measurement {
+    let start = ContinuousClock.now
+    let tally = Tally(expected: urls.count)
+    let bytes = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
+        tally.onDone = { continuation.resume(with: $0) }
+        for url in urls {
+            if decode {
+                downloader.downloadImage(with: url) { result in tally.add(result.map { $0.originalData.count }) }
+            } else {
+                downloader.downloadData(with: url) { result in tally.add(result.map { $0.data.count }) }
+            }
+        }
+    }
+    return Measurement(seconds: (ContinuousClock.now - start).seconds, images: urls.count, bytes: bytes)
+}
+
+/// Counts completions and bytes; resumes once when all arrived or at the first error. One lock.
+final class Tally: Sendable {
+    private struct State {
+        var remaining: Int
+        var bytes = 0
+        var done: (@Sendable (Result<Int, any Error>) -> Void)?
+    }
+
+    private let state: Mutex<State>
+
+    init(expected: Int) { state = Mutex(State(remaining: expected)) }
+
+    var onDone: (@Sendable (Result<Int, any Error>) -> Void)? {
+        get { state.withLock { $0.done } }
+        set { state.withLock { $0.done = newValue } }
+    }
+
+    func add(_ result: Result<Int, HalcyonError>) {
+        let finish = state.withLock { state -> (@Sendable (Result<Int, any Error>) -> Void, Result<Int, any Error>)? in
+            guard let done = state.done else { return nil }
+            switch result {
+            case .failure(let error):
+                state.done = nil
+                return (done, .failure(error))
+            case .success(let count):
+                state.bytes += count
+                state.remaining -= 1
+                guard state.remaining == 0 else { return nil }
+                state.done = nil
+                return (done, .success(state.bytes))
+            }
+        }
+        if let (done, value) = finish { done(value) }
+    }
+}
+
 /// Hands out indexes to workers.
 final class Cursor: Sendable {
     let value = Mutex(0)
 }
 
-/// Fetches every URL with a bare AsyncHTTPClient (16 workers): the transport's own ceiling, for reference.
+/// Fetches every URL with a bare AsyncHTTPClient (16 workers, the configuration ImageDownloader uses): the transport's ceiling, for reference.
 func runRawClient(_ client: HTTPClient, urls: [URL]) async throws -> Measurement {
     let start = ContinuousClock.now
     let next = Cursor()
@@ -226,17 +282,22 @@ _ = try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes)
 var results: [String: [Measurement]] = [:]
 var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: concurrency)
 pool.retryConnectionEstablishment = false
-let rawClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(connectionPool: pool))
+let rawClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(30)), connectionPool: pool, decompression: .enabled(limit: .ratio(200))))
 _ = try await runRawClient(rawClient, urls: Array(urls.prefix(64)))
 
-let clients = ["Halcyon download only", "Halcyon download + decode", "bare AsyncHTTPClient (reference)", "curl --parallel-max 16"]
-let shownClients = clients.filter { includeDecode || $0 != clients[1] }
+let clients = [
+    "Halcyon download only (callbacks)", "Halcyon download only (async/await)",
+    "Halcyon download + decode (callbacks)", "bare AsyncHTTPClient (reference)", "curl --parallel-max 16",
+]
+let curlClient = clients[4]
+let shownClients = clients.filter { includeDecode || $0 != clients[2] }
 for round in 1...rounds {
-    results[clients[3], default: []].append(try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes))
-    results[clients[0], default: []].append(try await runHalcyon(downloader, urls: urls, decode: false))
-    results[clients[2], default: []].append(try await runRawClient(rawClient, urls: urls))
+    results[curlClient, default: []].append(try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes))
+    results[clients[0], default: []].append(try await runHalcyonCallbacks(downloader, urls: urls, decode: false))
+    results[clients[3], default: []].append(try await runRawClient(rawClient, urls: urls))
+    results[clients[1], default: []].append(try await runHalcyon(downloader, urls: urls, decode: false))
     if includeDecode {
-        results[clients[1], default: []].append(try await runHalcyon(downloader, urls: urls, decode: true))
+        results[clients[2], default: []].append(try await runHalcyonCallbacks(downloader, urls: urls, decode: true))
     }
     print("round \(round)/\(rounds): " + shownClients.map { String(format: "%@ %.3f s", $0, results[$0]!.last!.seconds) }.joined(separator: ", "))
 }
@@ -245,7 +306,7 @@ func median(_ values: [Measurement]) -> Measurement {
     values.sorted { $0.seconds < $1.seconds }[values.count / 2]
 }
 
-let curlMedian = median(results[clients[3]]!)
+let curlMedian = median(results[curlClient]!)
 let curlRate = Double(curlMedian.images) / curlMedian.seconds
 var table = "| client | images | seconds (median of \(rounds)) | images/s | MB/s | vs curl |\n|---|---:|---:|---:|---:|---:|\n"
 for client in shownClients {

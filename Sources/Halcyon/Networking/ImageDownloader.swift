@@ -351,7 +351,9 @@ public final class ImageDownloader: Sendable {
         delegate?.imageDownloader(
             self, didFinishDownloadingImageForURL: task.url, with: try? result.get().response,
             error: result.failure)
-        guard !callbacks.isEmpty else { return }
+        guard callbacks.contains(where: \.decode), case .success = result else {
+            return deliver(result, to: callbacks, url: task.url, delegate: delegate)
+        }
         // Decoding blocks a thread; keep it off the cooperative pool so network tasks keep flowing.
         processingQueue.async {
             self.deliver(result, to: callbacks, url: task.url, delegate: delegate)

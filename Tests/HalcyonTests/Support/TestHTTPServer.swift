@@ -12,6 +12,7 @@ import Synchronization
 /// and how often a client closed the connection while a request was open.
 /// Routes (`<id>` is any text, so tests can use distinct URLs):
 /// - `/image/<id>`: the image, with `ETag` and `Accept-Ranges`.
+/// - `/files/<name>`: the body registered under `name` at start (404 when none).
 /// - `/slow/<id>?delay=ms&chunks=n`: head at once, then the image in `n` chunks `delay` apart.
 /// - `/delayed/<id>?delay=ms`: the image after `delay`.
 /// - `/status/<code>`: that status with a short text body.
@@ -73,8 +74,8 @@ final class TestHTTPServer: Sendable {
         self.recorder = recorder
     }
 
-    /// Starts a server serving `image`.
-    static func start(image: Data) async throws -> TestHTTPServer {
+    /// Starts a server serving `image`, and `files` under `/files/<name>`.
+    static func start(image: Data, files: [String: Data] = [:]) async throws -> TestHTTPServer {
         let recorder = Recorder()
         let gzipped = Gzip.stored(image)
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -84,7 +85,7 @@ final class TestHTTPServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(
-                        RouteHandler(image: image, gzipped: gzipped, recorder: recorder))
+                        RouteHandler(image: image, gzipped: gzipped, files: files, recorder: recorder))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
@@ -146,14 +147,16 @@ private final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler
 
     private let image: Data
     private let gzipped: Data
+    private let files: [String: Data]
     private let recorder: TestHTTPServer.Recorder
     private var head: HTTPRequestHead?
     private var open = false
     private var closingOnPurpose = false
 
-    init(image: Data, gzipped: Data, recorder: TestHTTPServer.Recorder) {
+    init(image: Data, gzipped: Data, files: [String: Data], recorder: TestHTTPServer.Recorder) {
         self.image = image
         self.gzipped = gzipped
+        self.files = files
         self.recorder = recorder
     }
 
@@ -194,6 +197,12 @@ private final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler
         switch parts.first ?? "" {
         case "image":
             respond(context, .ok, headers: imageHeaders, body: image)
+        case "files":
+            if parts.count > 1, let body = files[parts[1]] {
+                respond(context, .ok, headers: [("ETag", "\"\(body.count)-\(parts[1])\""), ("Accept-Ranges", "bytes")], body: body)
+            } else {
+                respond(context, .notFound, headers: [], body: Data("not found".utf8))
+            }
         case "slow":
             sendSlowly(context, chunks: max(1, number("chunks", 4)), delay: number("delay", 50))
         case "delayed":
