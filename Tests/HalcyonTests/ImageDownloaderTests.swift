@@ -689,6 +689,21 @@ import Testing
         }
     }
 
+    @Test func shutdownFailsRunningRequests() async throws {
+        let server = try await TestHTTPServer.start(image: Self.png)
+        let downloader = ImageDownloader(name: "closing")
+        let (_, result) = start(downloader, server.url("/hang/shutdown"))
+        #expect(await server.wait { server.inFlight == 1 })
+        await downloader.shutdown()
+        guard case .failure(.requestError(.downloaderShutDown)) = await result() else {
+            Issue.record("expected downloaderShutDown")
+            await server.shutdown()
+            return
+        }
+        #expect(await server.wait { server.clientClosedWhileOpen == 1 })
+        await server.shutdown()
+    }
+
     @Test func shutDownDownloaderRefusesRequests() async throws {
         let downloader = ImageDownloader(name: "closed")
         await downloader.shutdown()

@@ -217,7 +217,7 @@ struct HTTPTransport: Sendable {
         for field in request.orderedHeaderFields {
             wire.headers.add(name: field.name, value: field.value)
         }
-        if request.value(forHTTPHeaderField: "Authorization") == nil,
+        if !settings.credentials.isEmpty, request.value(forHTTPHeaderField: "Authorization") == nil,
            let host = request.url.host?.lowercased(), let credential = settings.credentials[host] {
             wire.headers.add(name: "Authorization", value: credential.authorizationHeaderValue)
         }

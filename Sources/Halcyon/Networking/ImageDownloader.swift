@@ -335,7 +335,13 @@ public final class ImageDownloader: Sendable {
             delegate?.imageDownloader(self, willDownloadImageForURL: task.url, with: task.request)
             let transport = HTTPTransport(
                 client: client, downloader: self, settings: settings, resumable: resumable, idleMonitor: idleMonitor)
-            result = await transport.fetch(task)
+            let fetched = await transport.fetch(task)
+            let shutDown = state.withLock { $0.isShutDown }
+            if shutDown, case .failure = fetched {
+                result = .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
+            } else {
+                result = fetched
+            }
         } else {
             result = .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
         }
