@@ -73,9 +73,13 @@ func printError(_ line: String) {
 }
 
 extension Duration {
+    /// Milliseconds as a number.
+    var halcyonMillisecondsValue: Double {
+        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
+    }
+
     /// `12.3 ms`.
     var halcyonMilliseconds: String {
-        let milliseconds = Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
-        return String(format: "%.1f ms", milliseconds)
+        String(format: "%.1f ms", halcyonMillisecondsValue)
     }
 }

@@ -549,6 +549,36 @@ public enum DiskStorage {
             return UInt(total)
         }
 
+        /// Counts the entries, how many are expired or unreadable, and the bytes they take.
+        ///
+        /// Reads only headers; changes nothing. Runs on the caller's thread.
+        public func statistics() -> Statistics {
+            let now = clock.now()
+            var statistics = Statistics()
+            for file in scan() {
+                statistics.entryCount += 1
+                statistics.totalSize += UInt(file.status.size)
+                if let (header, _) = readHeader(atPath: file.path) {
+                    if header.expirationDate <= now { statistics.expiredCount += 1 }
+                } else {
+                    statistics.unreadableCount += 1
+                }
+            }
+            return statistics
+        }
+
+        /// What ``statistics()`` found.
+        public struct Statistics: Sendable, Hashable, Codable {
+            /// Entry files in the directory.
+            public var entryCount = 0
+            /// Entries whose expiration date has passed.
+            public var expiredCount = 0
+            /// Files whose header does not read as a valid entry (they read as misses).
+            public var unreadableCount = 0
+            /// Bytes the entry files take, headers included.
+            public var totalSize: UInt = 0
+        }
+
         /// Waits until a background size trim started by a store, if any, has finished.
         public func waitForPendingTrim() async {
             while let task = state.withLock({ $0.trimTask }) {

@@ -20,13 +20,25 @@ public final class ImagePrefetcher: Sendable {
     /// Completion with the sources skipped, failed and completed.
     public typealias PrefetcherSourceCompletionHandler = @Sendable (_ skipped: [Source], _ failed: [Source], _ completed: [Source]) -> Void
 
+    /// What happened to one item.
+    public enum ItemOutcome: Sendable {
+        /// Already cached (`.memory` or `.disk`); not loaded again.
+        case skipped(CacheType)
+        /// Retrieving failed (cancelled by ``stop()`` included).
+        case failed(HalcyonError)
+        /// Retrieved and cached.
+        case completed(RetrieveImageResult)
+    }
+
+    /// Called after each item with its source and outcome, before the progress block.
+    public typealias ItemHandler = @Sendable (_ source: Source, _ outcome: ItemOutcome) -> Void
+
     /// The default number of retrievals at once.
     public static let defaultMaxConcurrentDownloads = 5
 
-    private enum Outcome { case skipped, failed, completed }
-
     private struct State {
         var maxConcurrentDownloads = ImagePrefetcher.defaultMaxConcurrentDownloads
+        var itemHandler: ItemHandler?
         var next = 0
         var started = false
         var stopped = false
@@ -103,6 +115,12 @@ public final class ImagePrefetcher: Sendable {
         set { state.withLock { $0.maxConcurrentDownloads = max(1, newValue) } }
     }
 
+    /// Called after each item with its outcome (for logs and byte counts); set it before ``start()``.
+    public var itemHandler: ItemHandler? {
+        get { state.withLock { $0.itemHandler } }
+        set { state.withLock { $0.itemHandler = newValue } }
+    }
+
     // MARK: - Running
 
     /// Starts prefetching; later calls do nothing.
@@ -173,22 +191,22 @@ public final class ImagePrefetcher: Sendable {
     private func prefetch(_ index: Int) async {
         let source = sources[index]
         let parsed = manager.parsedOptions(options)
-        let outcome: Outcome
+        let outcome: ItemOutcome
         if Task.isCancelled {
-            outcome = .failed
+            outcome = .failed(.requestError(reason: .taskCancelled(url: source.url)))
         } else if !parsed.forceRefresh, let cached = cachedType(source, options: parsed), cached != .none {
             if cached == .disk && parsed.alsoPrefetchToMemory {
                 _ = try? await manager.retrieveImage(with: source, options: options)
             }
-            outcome = .skipped
+            outcome = .skipped(cached)
         } else {
-            do {
-                _ = try await manager.retrieveImage(with: source, options: options)
-                outcome = .completed
+            do throws(HalcyonError) {
+                outcome = .completed(try await manager.retrieveImage(with: source, options: options))
             } catch {
-                outcome = .failed
+                outcome = .failed(error)
             }
         }
+        state.withLock { $0.itemHandler }?(source, outcome)
         record(outcome, index: index)
     }
 
@@ -200,7 +218,7 @@ public final class ImagePrefetcher: Sendable {
 
     // MARK: - Reporting
 
-    private func record(_ outcome: Outcome, index: Int) {
+    private func record(_ outcome: ItemOutcome, index: Int) {
         let lists = state.withLock { state -> ([Int], [Int], [Int]) in
             switch outcome {
             case .skipped: state.skipped.append(index)
