@@ -306,18 +306,19 @@ import Testing
 
     @Test func lifoStartsTheNewestWaitingRequestFirst() async throws {
         try await withServer({ $0.maxConcurrentDownloads = 1; $0.executionOrder = .lifo }) { server, downloader in
-            let (_, blocker) = start(downloader, server.url("/delayed/blocker?delay=150"))
+            let (blockerTask, blocker) = start(downloader, server.url("/hang/blocker"))
             #expect(await server.wait { server.inFlight == 1 })
             let waits = (1...4).map { start(downloader, server.url("/image/lifo\($0)")).1 }
+            blockerTask?.cancel()
             _ = await blocker()
             for wait in waits { _ = await wait() }
-            #expect(server.requestOrder == ["/delayed/blocker?delay=150", "/image/lifo4", "/image/lifo3", "/image/lifo2", "/image/lifo1"])
+            #expect(server.requestOrder == ["/hang/blocker", "/image/lifo4", "/image/lifo3", "/image/lifo2", "/image/lifo1"])
         }
     }
 
     @Test func fifoWithPriorityStartsTheHighestPriorityFirst() async throws {
         try await withServer({ $0.maxConcurrentDownloads = 1 }) { server, downloader in
-            let (_, blocker) = start(downloader, server.url("/delayed/blocker?delay=150"))
+            let (blockerTask, blocker) = start(downloader, server.url("/hang/blocker"))
             #expect(await server.wait { server.inFlight == 1 })
             let low = DownloadOptions(downloadPriority: 0.1)
             let high = DownloadOptions(downloadPriority: 0.9)
@@ -326,9 +327,10 @@ import Testing
                 start(downloader, server.url("/image/b"), options: low).1,
                 start(downloader, server.url("/image/c"), options: high).1,
             ]
+            blockerTask?.cancel()
             _ = await blocker()
             for wait in waits { _ = await wait() }
-            #expect(server.requestOrder == ["/delayed/blocker?delay=150", "/image/c", "/image/a", "/image/b"])
+            #expect(server.requestOrder == ["/hang/blocker", "/image/c", "/image/a", "/image/b"])
         }
     }
 
