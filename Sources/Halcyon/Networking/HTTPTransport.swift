@@ -47,7 +47,8 @@ struct HTTPTransport: Sendable {
         } catch {
             result = .failure(Self.map(error, url: task.url, timeout: timeout))
         }
-        if activity.end() {
+        // A timeout that fired after the body was complete loses to the result.
+        if activity.end(), case .failure = result {
             return .failure(.responseError(reason: .timedOut(url: task.url, after: timeout)))
         }
         return result
