@@ -682,6 +682,31 @@ import Testing
         }
     }
 
+    @Test func cancelledDownloadKeepsItsPartialBodyButUsesItOnlyOn206() async throws {
+        try await withServer { server, downloader in
+            let target = "/slow/partial?delay=80&chunks=4"
+            let url = server.url(target)
+            let firstChunk = CallCounter()
+            let options = DownloadOptions(progressBlock: { _, _ in firstChunk.increment() })
+            let (task, result) = start(downloader, url, options: options)
+            #expect(await server.wait { firstChunk.count >= 1 })
+            task?.cancel()
+            guard case .failure(.requestError(.taskCancelled)) = await result() else {
+                Issue.record("expected taskCancelled")
+                return
+            }
+            // The slow route ignores Range and answers 200: the kept bytes must be dropped.
+            let second = try await downloader.downloadImage(with: url)
+            #expect(second.originalData == Self.png)
+            #expect(second.metrics.statusCode == 200)
+            #expect(second.metrics.resumedBytes == 0)
+            let headers = server.headers(target)
+            #expect(headers.count == 2)
+            #expect(headers.last?["range"]?.hasPrefix("bytes=") == true)
+            #expect(headers.last?["if-range"] == "\"v1\"")
+        }
+    }
+
     @Test func responseWithoutValidatorIsNotResumed() async throws {
         try await withServer { server, downloader in
             let url = server.url("/truncated/novalidator")
