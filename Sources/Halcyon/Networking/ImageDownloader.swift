@@ -81,6 +81,10 @@ public final class ImageDownloader: Sendable {
     }
 
     /// How many HTTP requests run at once; others wait. Default 6, at least 1.
+    ///
+    /// The HTTP client's per-host connection pool is sized when the first
+    /// request starts (the larger of 16 and this value); raising the limit
+    /// beyond that later queues the extra requests inside the client.
     public var maxConcurrentDownloads: Int {
         get { state.withLock { $0.maxConcurrentDownloads } }
         set {
