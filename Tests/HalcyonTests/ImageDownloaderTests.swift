@@ -246,6 +246,38 @@ import Testing
         }
     }
 
+    @Test func cancelURLAndCancelAllStopEveryCaller() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 2 }) { server, downloader in
+            let calls = CallCounter()
+            let shared = server.url("/hang/shared")
+            let waits = [
+                start(downloader, shared, calls: calls).1,
+                start(downloader, shared, calls: calls).1,
+                start(downloader, server.url("/hang/other"), calls: calls).1,
+                start(downloader, server.url("/hang/waiting"), calls: calls).1,
+            ]
+            #expect(await server.wait { server.inFlight == 2 })
+            downloader.cancel(url: shared)
+            for wait in waits.prefix(2) {
+                guard case .failure(.requestError(.taskCancelled)) = await wait() else {
+                    Issue.record("expected taskCancelled")
+                    return
+                }
+            }
+            #expect(await server.wait { server.hits("/hang/waiting") == 1 })
+            downloader.cancelAll()
+            for wait in waits.suffix(2) {
+                guard case .failure(.requestError(.taskCancelled)) = await wait() else {
+                    Issue.record("expected taskCancelled")
+                    return
+                }
+            }
+            #expect(await server.wait { server.clientClosedWhileOpen == 3 })
+            #expect(downloader.activeRequestCount == 0)
+            #expect(calls.count == 4)
+        }
+    }
+
     @Test func cancellingTheSwiftTaskCancelsTheDownload() async throws {
         try await withServer { server, downloader in
             let url = server.url("/hang/swift")

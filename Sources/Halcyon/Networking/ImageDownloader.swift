@@ -131,6 +131,18 @@ public final class ImageDownloader: Sendable {
         state.withLock { $0.credentials[host.lowercased()] = credential }
     }
 
+    /// Cancels every caller waiting for `url` (after the request modifier); each gets `.taskCancelled`.
+    public func cancel(url: URL) {
+        let task = state.withLock { $0.tasks[url] }
+        task?.cancelAll()
+    }
+
+    /// Cancels every running and waiting download of this downloader.
+    public func cancelAll() {
+        let tasks = state.withLock { Array($0.tasks.values) }
+        tasks.forEach { $0.cancelAll() }
+    }
+
     /// How many distinct HTTP requests are running or waiting.
     public var activeRequestCount: Int { state.withLock { $0.tasks.count } }
 
