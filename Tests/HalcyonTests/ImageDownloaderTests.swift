@@ -418,8 +418,9 @@ import Testing
     }
 
     @Test func slowButSteadyBodyDoesNotTimeOut() async throws {
-        try await withServer({ $0.downloadTimeout = 0.3 }) { server, downloader in
-            let result = try await downloader.downloadImage(with: server.url("/slow/steady?delay=100&chunks=6"))
+        // 6 chunks 250 ms apart: 1.5 s in all, longer than the 1 s idle timeout, never idle that long.
+        try await withServer({ $0.downloadTimeout = 1 }) { server, downloader in
+            let result = try await downloader.downloadImage(with: server.url("/slow/steady?delay=250&chunks=6"))
             #expect(result.originalData == Self.png)
         }
     }
