@@ -37,6 +37,10 @@ public enum DiskStorage {
 
         private let directoryPath: String
         private let clock: CacheClock
+        private let syncedWrites = Atomic<Int>(0)
+
+        /// How many entries this storage has fsynced since it was made (for tests and metrics).
+        public var syncedWriteCount: Int { syncedWrites.load(ordering: .relaxed) }
         private let state = Mutex(SizeState())
         private let verifiedPayloads = VerifiedPayloads()
 
@@ -83,12 +87,14 @@ public enum DiskStorage {
         /// (re)created when missing. Throws `.cacheError` with
         /// `.cannotCreateDirectory` or `.cannotWriteFile` (disk full,
         /// permissions...), in which case no partial file is left behind.
+        /// `syncsWrites`, when given, overrides `config.syncsWrites` for this entry.
         public func store(
             value: Data,
             forKey key: String,
             expiration: StorageExpiration? = nil,
             metadata: CacheEntryMetadata? = nil,
-            forcedExtension: String? = nil
+            forcedExtension: String? = nil,
+            syncsWrites: Bool? = nil
         ) throws(HalcyonError) {
             let now = clock.now()
             let expiration = expiration ?? config.expiration
@@ -104,11 +110,12 @@ public enum DiskStorage {
                 metadata: metadata, payloadLength: value.count, storedDate: now,
                 expirationDate: expiresAt, payloadHash: payloadHash, lifetime: expiration.slidingLifetime)
             let fileName = cacheFileName(forKey: key, forcedExtension: forcedExtension)
-            let (written, replaced) = try writeAtomically(fileName: fileName, header: header.encoded(), payload: value, now: now)
+            let (written, replaced) = try writeAtomically(fileName: fileName, header: header.encoded(), payload: value, now: now,
+                                                          syncs: syncsWrites ?? config.syncsWrites)
             noteStored(bytes: written, replacing: replaced)
         }
 
-        private func writeAtomically(fileName: String, header: [UInt8], payload: Data, now: Date) throws(HalcyonError) -> (Int, Int) {
+        private func writeAtomically(fileName: String, header: [UInt8], payload: Data, now: Date, syncs: Bool) throws(HalcyonError) -> (Int, Int) {
             let finalPath = directoryPath + "/" + fileName
             var attempt = 0
             while true {
@@ -127,7 +134,10 @@ public enum DiskStorage {
                 if written {
                     written = payload.withUnsafeBytes { DiskFile.write(fd: fd, $0, offset: header.count) }
                 }
-                if written, config.syncsWrites { written = fsync(fd) == 0 }
+                if written, syncs {
+                    written = fsync(fd) == 0
+                    if written { syncedWrites.add(1, ordering: .relaxed) }
+                }
                 if written { DiskFile.setTimes(fd: fd, to: now) }
                 let writeError = written ? "" : DiskFile.lastError()
                 DiskFile.close(fd)
@@ -146,7 +156,7 @@ public enum DiskStorage {
                     }
                     throw .cacheError(reason: .cannotWriteFile(path: finalPath, message: message))
                 }
-                if config.syncsWrites { syncDirectory() }
+                if syncs { syncDirectory() }
                 return (header.count + payload.count, replaced)
             }
         }

@@ -84,6 +84,8 @@ public final class ImageCache: Sendable {
         memoryExpiration: StorageExpiration? = nil,
         diskExpiration: StorageExpiration? = nil,
         metadata: CacheEntryMetadata? = nil,
+        forcedExtension: String? = nil,
+        syncsWrites: Bool? = nil,
         callbackQueue: DispatchQueue? = nil,
         completionHandler: (@Sendable (CacheStoreResult) -> Void)? = nil
     ) {
@@ -98,7 +100,8 @@ public final class ImageCache: Sendable {
         }
         ioQueue.async {
             let result = self.serializeAndWrite(image, original: original, computedKey: computed, serializer: serializer,
-                                                expiration: diskExpiration, metadata: metadata)
+                                                expiration: diskExpiration, metadata: metadata,
+                                                forcedExtension: forcedExtension, syncsWrites: syncsWrites)
             if let completionHandler {
                 Self.deliver(CacheStoreResult(memoryCacheResult: .success(()), diskCacheResult: result),
                              on: callbackQueue, completionHandler)
@@ -120,12 +123,15 @@ public final class ImageCache: Sendable {
         toDisk: Bool = true,
         memoryExpiration: StorageExpiration? = nil,
         diskExpiration: StorageExpiration? = nil,
-        metadata: CacheEntryMetadata? = nil
+        metadata: CacheEntryMetadata? = nil,
+        forcedExtension: String? = nil,
+        syncsWrites: Bool? = nil
     ) async throws(HalcyonError) {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<CacheStoreResult, Never>) in
             store(image, original: original, forKey: key, processorIdentifier: identifier, cacheSerializer: serializer,
                   toDisk: toDisk, memoryExpiration: memoryExpiration, diskExpiration: diskExpiration,
-                  metadata: metadata, callbackQueue: nil) { continuation.resume(returning: $0) }
+                  metadata: metadata, forcedExtension: forcedExtension, syncsWrites: syncsWrites,
+                  callbackQueue: nil) { continuation.resume(returning: $0) }
         }
         try result.diskCacheResult.get()
     }
@@ -140,6 +146,8 @@ public final class ImageCache: Sendable {
         processorIdentifier identifier: String = "",
         expiration: StorageExpiration? = nil,
         metadata: CacheEntryMetadata? = nil,
+        forcedExtension: String? = nil,
+        syncsWrites: Bool? = nil,
         callbackQueue: DispatchQueue? = nil,
         completionHandler: (@Sendable (CacheStoreResult) -> Void)? = nil
     ) {
@@ -147,7 +155,8 @@ public final class ImageCache: Sendable {
         ioQueue.async {
             let result: Result<Void, HalcyonError>
             do throws(HalcyonError) {
-                try self.diskStorage.store(value: data, forKey: computed, expiration: expiration, metadata: metadata)
+                try self.diskStorage.store(value: data, forKey: computed, expiration: expiration, metadata: metadata,
+                                           forcedExtension: forcedExtension, syncsWrites: syncsWrites)
                 result = .success(())
             } catch {
                 result = .failure(error)
@@ -167,18 +176,22 @@ public final class ImageCache: Sendable {
         forKey key: String,
         processorIdentifier identifier: String = "",
         expiration: StorageExpiration? = nil,
-        metadata: CacheEntryMetadata? = nil
+        metadata: CacheEntryMetadata? = nil,
+        forcedExtension: String? = nil,
+        syncsWrites: Bool? = nil
     ) async throws(HalcyonError) {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<CacheStoreResult, Never>) in
             storeToDisk(data, forKey: key, processorIdentifier: identifier, expiration: expiration,
-                        metadata: metadata, callbackQueue: nil) { continuation.resume(returning: $0) }
+                        metadata: metadata, forcedExtension: forcedExtension, syncsWrites: syncsWrites,
+                        callbackQueue: nil) { continuation.resume(returning: $0) }
         }
         try result.diskCacheResult.get()
     }
 
     private func serializeAndWrite(
         _ image: Image, original: Data?, computedKey: String, serializer: any CacheSerializer,
-        expiration: StorageExpiration?, metadata: CacheEntryMetadata?
+        expiration: StorageExpiration?, metadata: CacheEntryMetadata?,
+        forcedExtension: String?, syncsWrites: Bool?
     ) -> Result<Void, HalcyonError> {
         let data: Data
         do throws(HalcyonError) {
@@ -190,7 +203,8 @@ public final class ImageCache: Sendable {
             return .failure(.cacheError(reason: .cannotSerializeImage(key: computedKey, message: "the serializer returned no bytes")))
         }
         do throws(HalcyonError) {
-            try diskStorage.store(value: data, forKey: computedKey, expiration: expiration, metadata: metadata)
+            try diskStorage.store(value: data, forKey: computedKey, expiration: expiration, metadata: metadata,
+                                  forcedExtension: forcedExtension, syncsWrites: syncsWrites)
             return .success(())
         } catch {
             return .failure(error)
@@ -314,7 +328,8 @@ public final class ImageCache: Sendable {
     private func loadFromDisk(computedKey: String, options: HalcyonParsedOptionsInfo, extending: ExpirationExtending) -> Result<Image?, HalcyonError> {
         let data: Data
         do throws(HalcyonError) {
-            guard let stored = try diskStorage.value(forKey: computedKey, extendingExpiration: extending) else { return .success(nil) }
+            guard let stored = try diskStorage.value(forKey: computedKey, forcedExtension: options.forcedExtension,
+                                                     extendingExpiration: extending) else { return .success(nil) }
             data = stored
         } catch {
             return .failure(error)
@@ -324,7 +339,7 @@ public final class ImageCache: Sendable {
         } catch {
             if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
             if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
-            try? diskStorage.remove(forKey: computedKey)
+            try? diskStorage.remove(forKey: computedKey, forcedExtension: options.forcedExtension)
             return .success(nil)
         }
     }
@@ -339,12 +354,14 @@ public final class ImageCache: Sendable {
     public func diskEntry(
         forKey key: String,
         processorIdentifier identifier: String = "",
+        forcedExtension: String? = nil,
         includingExpired: Bool = false
     ) async throws(HalcyonError) -> DiskStorage.Entry? {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
         let result = await onQueue(readQueue) { () -> Result<DiskStorage.Entry?, HalcyonError> in
             do throws(HalcyonError) {
-                return .success(try self.diskStorage.entry(forKey: computed, includingExpired: includingExpired,
+                return .success(try self.diskStorage.entry(forKey: computed, forcedExtension: forcedExtension,
+                                                           includingExpired: includingExpired,
                                                            extendingExpiration: ExpirationExtending.none))
             } catch {
                 return .failure(error)
@@ -360,12 +377,14 @@ public final class ImageCache: Sendable {
     public func extendDiskExpiration(
         forKey key: String,
         processorIdentifier identifier: String = "",
+        forcedExtension: String? = nil,
         to expiration: StorageExpiration? = nil
     ) async throws(HalcyonError) -> Bool {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
         let result = await onQueue(ioQueue) { () -> Result<Bool, HalcyonError> in
             do throws(HalcyonError) {
-                return .success(try self.diskStorage.extendExpiration(forKey: computed, to: expiration))
+                return .success(try self.diskStorage.extendExpiration(forKey: computed, forcedExtension: forcedExtension,
+                                                                      to: expiration))
             } catch {
                 return .failure(error)
             }
@@ -378,10 +397,10 @@ public final class ImageCache: Sendable {
     /// Where the image for `key` and `processorIdentifier` is cached, checking memory then the disk entry's header.
     ///
     /// The disk check reads one small header on the caller's thread.
-    public func imageCachedType(forKey key: String, processorIdentifier identifier: String = "") -> CacheType {
+    public func imageCachedType(forKey key: String, processorIdentifier identifier: String = "", forcedExtension: String? = nil) -> CacheType {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
         if memoryStorage.isCached(forKey: computed) { return .memory }
-        if diskStorage.isCached(forKey: computed) { return .disk }
+        if diskStorage.isCached(forKey: computed, forcedExtension: forcedExtension) { return .disk }
         return .none
     }
 

@@ -39,6 +39,8 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case cannotConnect(url: URL, message: String)
         /// The downloader was shut down before or while the request ran.
         case downloaderShutDown(url: URL)
+        /// The URL failed for good before and is on the failed-URL blocklist; pass `.retryFailed` to try it again.
+        case blockedURL(url: URL)
     }
 
     /// Why a response was refused.
@@ -59,6 +61,8 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case truncatedBody(url: URL, expected: Int, received: Int)
         /// A ranged request for a resumed download got a 206 whose Content-Range does not continue the kept bytes.
         case invalidRangeResponse(url: URL, contentRange: String?)
+        /// The server answered a conditional request with 304 Not Modified: the cached copy is still good.
+        case notModified(url: URL)
     }
 
     /// Why a cache operation failed.
@@ -113,6 +117,8 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case notCurrentSourceTask
         /// The data provider failed.
         case dataProviderError(message: String)
+        /// The main source and every alternative source failed; the errors are in the order tried.
+        case alternativeSourcesExhausted([PropagationError])
     }
 
     // MARK: - Description

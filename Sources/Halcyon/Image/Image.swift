@@ -188,6 +188,28 @@ public final class Image: Sendable {
               sourceFingerprint: sourceFingerprint)
     }
 
+    /// Whether frames are still decoded on first use from encoded bytes this image keeps.
+    public var isLazilyDecoded: Bool { !vips.retained.isEmpty }
+
+    /// The same image with every frame decoded into memory now; itself when already so.
+    ///
+    /// Throws `processorError(.corruptData)` when the kept bytes turn out not to decode.
+    public func decodedInMemory() throws(HalcyonError) -> Image {
+        guard isLazilyDecoded else { return self }
+        let decoded: VipsImageRef
+        do {
+            decoded = try vips.materialized()
+        } catch {
+            if case .processorError(reason: .processingFailed(_, let message)) = error {
+                throw .processorError(reason: .corruptData(format: originalFormat, message: message))
+            }
+            throw error
+        }
+        return Image(vips: decoded, frameHeight: height, frameCount: frameCount, scale: scale,
+                     originalFormat: originalFormat, frameDelays: frameDelays, loopCount: loopCount,
+                     sourceFingerprint: sourceFingerprint)
+    }
+
     /// Only the first frame, as a still image.
     func firstFrameOnly() throws(HalcyonError) -> Image {
         guard isAnimated else { return self }

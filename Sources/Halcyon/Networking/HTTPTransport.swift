@@ -148,6 +148,9 @@ struct HTTPTransport: Sendable {
         guard valid else {
             throw HalcyonError.responseError(reason: .invalidHTTPStatusCode(url: url, statusCode: head.statusCode))
         }
+        if head.statusCode == 304 {
+            throw HalcyonError.responseError(reason: .notModified(url: url))
+        }
         if let delegate, delegate.imageDownloader(downloader, didReceive: head) == .cancel {
             throw HalcyonError.responseError(reason: .rejected(url: url, message: "cancelled by the delegate on the response head"))
         }

@@ -49,4 +49,13 @@ public struct ImageDownloadRequest: Sendable, Hashable {
     var orderedHeaderFields: [(name: String, value: String)] {
         fields.map { ($0.name, $0.value) }
     }
+
+    /// What requests must share to be coalesced into one HTTP request: the URL,
+    /// plus the header fields that change the answer (conditional and range
+    /// validators, credentials), so a revalidation never answers a plain request with a 304.
+    var coalescingKey: String {
+        let varying = ["If-None-Match", "If-Modified-Since", "Range", "If-Range", "Authorization"]
+            .map { value(forHTTPHeaderField: $0) ?? "" }
+        return ([url.absoluteString] + varying).joined(separator: "\n")
+    }
 }

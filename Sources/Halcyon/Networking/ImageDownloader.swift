@@ -50,7 +50,7 @@ public final class ImageDownloader: Sendable {
 
         var client: HTTPClient?
         var isShutDown = false
-        var tasks: [URL: SessionDataTask] = [:]
+        var tasks: [String: SessionDataTask] = [:]
         var running = 0
         var waiting: [Waiting] = []
     }
@@ -277,7 +277,7 @@ public final class ImageDownloader: Sendable {
         }
         let registration = state.withLock { state -> (SessionDataTask, CancelToken, [SessionDataTask])? in
             guard !state.isShutDown else { return nil }
-            if let existing = state.tasks[request.url], let token = existing.add(callback) {
+            if let existing = state.tasks[request.coalescingKey], let token = existing.add(callback) {
                 if let index = state.waiting.firstIndex(where: { $0.task === existing }) {
                     state.waiting[index].priority = max(state.waiting[index].priority, callback.options.downloadPriority)
                 }
@@ -287,7 +287,7 @@ public final class ImageDownloader: Sendable {
                 self?.abandon(task)
             }
             guard let token = task.add(callback) else { return nil }
-            state.tasks[request.url] = task
+            state.tasks[request.coalescingKey] = task
             state.waiting.append(Waiting(task: task, priority: callback.options.downloadPriority))
             return (task, token, Self.dequeueReady(&state))
         }
@@ -301,7 +301,7 @@ public final class ImageDownloader: Sendable {
     /// Forgets a task whose last caller cancelled.
     private func abandon(_ task: SessionDataTask) {
         state.withLock { state in
-            if state.tasks[task.url] === task { state.tasks[task.url] = nil }
+            if state.tasks[task.request.coalescingKey] === task { state.tasks[task.request.coalescingKey] = nil }
             state.waiting.removeAll { $0.task === task }
         }
     }
@@ -364,7 +364,7 @@ public final class ImageDownloader: Sendable {
 
         let callbacks = task.complete()
         let ready = state.withLock { state -> [SessionDataTask] in
-            if state.tasks[task.url] === task { state.tasks[task.url] = nil }
+            if state.tasks[task.request.coalescingKey] === task { state.tasks[task.request.coalescingKey] = nil }
             state.running -= 1
             return Self.dequeueReady(&state)
         }

@@ -26,6 +26,9 @@ import Synchronization
 /// - `/range/<id>`: like `/truncated` with `ETag` and `Accept-Ranges`; answers `Range` + matching `If-Range` with 206.
 /// - `/empty/<id>`: 200 with an empty body.
 /// - `/hang/<id>`: never answers.
+/// - `/etag/<id>?v=X`: the image with `ETag: "X"`, `Last-Modified` and `Cache-Control`;
+///   304 with no body when `If-None-Match` is `"X"`.
+/// - `/flaky/<id>?fail=n`: 503 for the first `n` requests of that target, then the image.
 final class TestHTTPServer: Sendable {
     /// The body of the image routes.
     let image: Data
@@ -260,6 +263,23 @@ private final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler
             respond(context, .ok, headers: [("Content-Type", "image/png")], body: Data())
         case "hang":
             break
+        case "etag":
+            let etag = "\"\(query["v"] ?? "v1")\""
+            if head.headers.first(name: "if-none-match") == etag {
+                respond(context, .notModified, headers: [("ETag", etag)], body: Data())
+            } else {
+                respond(context, .ok, headers: [
+                    ("Content-Type", "image/jpeg"), ("ETag", etag),
+                    ("Last-Modified", "Wed, 21 Oct 2026 07:28:00 GMT"), ("Cache-Control", "public, max-age=60"),
+                ], body: image)
+            }
+        case "flaky":
+            let seen = recorder.stats.withLock { $0.hits[head.uri] ?? 0 }
+            if seen <= number("fail", 1) {
+                respond(context, .serviceUnavailable, headers: [], body: Data("try again".utf8))
+            } else {
+                respond(context, .ok, headers: imageHeaders, body: image)
+            }
         default:
             respond(context, .notFound, headers: [], body: Data("not found".utf8))
         }

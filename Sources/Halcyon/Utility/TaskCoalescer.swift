@@ -1,0 +1,100 @@
+import Foundation
+import Synchronization
+
+/// Runs one piece of work per key at a time and shares its result with every
+/// caller that asks for the same key meanwhile.
+///
+/// A caller that is cancelled stops waiting at once and gets
+/// `CancellationError`; the work itself is cancelled only when its last
+/// waiting caller is gone (Nuke's rule). Every caller is resumed exactly once.
+/// Thread-safe.
+final class TaskCoalescer<Value: Sendable>: Sendable {
+    private struct Entry {
+        let task: Task<Value, any Error>
+        var waiting: Int
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+
+    /// How many keys have work in flight.
+    var inFlightCount: Int { entries.withLock { $0.count } }
+
+    /// The result of `work` for `key`, started now or shared with a caller already waiting.
+    func value(forKey key: String, work: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let task = entries.withLock { entries -> Task<Value, any Error> in
+            if var entry = entries[key] {
+                entry.waiting += 1
+                entries[key] = entry
+                return entry.task
+            }
+            let task = Task<Value, any Error> { try await work() }
+            entries[key] = Entry(task: task, waiting: 1)
+            return task
+        }
+        let waiter = Waiter<Value>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+                waiter.attach(continuation)
+                Task {
+                    let result = await task.result
+                    if waiter.finish(with: result) { self.leave(key, task: task, cancelIfLast: false) }
+                }
+            }
+        } onCancel: {
+            if waiter.finish(with: .failure(CancellationError())) { self.leave(key, task: task, cancelIfLast: true) }
+        }
+    }
+
+    private func leave(_ key: String, task: Task<Value, any Error>, cancelIfLast: Bool) {
+        let cancelTask = entries.withLock { entries -> Bool in
+            guard var entry = entries[key], entry.task == task else { return false }
+            entry.waiting -= 1
+            if entry.waiting <= 0 {
+                entries[key] = nil
+                return cancelIfLast
+            }
+            entries[key] = entry
+            return false
+        }
+        if cancelTask { task.cancel() }
+    }
+}
+
+/// One caller's continuation, resumed by whichever comes first: the result or a cancellation.
+private final class Waiter<Value: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Value, any Error>?
+        var pending: Result<Value, any Error>?
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    func attach(_ continuation: CheckedContinuation<Value, any Error>) {
+        let pending = state.withLock { state -> Result<Value, any Error>? in
+            if let pending = state.pending {
+                state.pending = nil
+                return pending
+            }
+            state.continuation = continuation
+            return nil
+        }
+        if let pending { continuation.resume(with: pending) }
+    }
+
+    /// Resumes the caller with `result` unless it was resumed already; true the first time.
+    func finish(with result: Result<Value, any Error>) -> Bool {
+        let (first, continuation) = state.withLock { state -> (Bool, CheckedContinuation<Value, any Error>?) in
+            guard !state.finished else { return (false, nil) }
+            state.finished = true
+            guard let continuation = state.continuation else {
+                state.pending = result
+                return (true, nil)
+            }
+            state.continuation = nil
+            return (true, continuation)
+        }
+        continuation?.resume(with: result)
+        return first
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+
+extension HalcyonWrapper where Base: ImageSettable {
+    // MARK: - Setting images
+
+    /// Loads `source` and shows it on the target, Kingfisher's `setImage` flow.
+    ///
+    /// A nil source shows the placeholder (or clears the image) and fails with
+    /// `imageSettingError(.emptySource)`. Each call gets a new task identifier;
+    /// only the latest call may set the image or report progress; an older one
+    /// completes with `imageSettingError(.notCurrentSourceTask)`. Unless
+    /// `.keepCurrentImageWhileLoading`, the placeholder replaces the current
+    /// image while loading. On failure, `.onFailureImage` is shown if given.
+    @discardableResult
+    public func setImage(
+        with source: Source?,
+        placeholder: (any Placeholder)? = nil,
+        options: HalcyonOptionsInfo? = nil,
+        manager: HalcyonManager = .shared,
+        progressBlock: DownloadProgressBlock? = nil,
+        completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)? = nil
+    ) -> RetrieveImageTask? {
+        let target = base
+        let state = target.halcyonState
+        let parsed = manager.parsedOptions(options)
+        guard let source else {
+            state.cancelTask(forget: true)
+            show(placeholder, on: target)
+            parsed.callbackQueue.execute { completionHandler?(.failure(.imageSettingError(reason: .emptySource))) }
+            return nil
+        }
+        if !parsed.keepCurrentImageWhileLoading || target.image == nil {
+            show(placeholder, on: target)
+        }
+        let identifier = state.issueIdentifier()
+        let indicator = state.indicator
+        indicator?.startAnimating()
+        let progress: DownloadProgressBlock = { received, expected in
+            guard state.isCurrent(identifier) else { return }
+            parsed.callbackQueue.execute {
+                guard state.isCurrent(identifier) else { return }
+                indicator?.setProgress(received: received, expected: expected)
+                progressBlock?(received, expected)
+            }
+        }
+        let task = manager.retrieveImage(with: source, options: options, progressBlock: progress) { result in
+            guard state.finish(identifier) else {
+                completionHandler?(.failure(.imageSettingError(reason: .notCurrentSourceTask)))
+                return
+            }
+            indicator?.stopAnimating()
+            switch result {
+            case .success(let value):
+                let transition = value.cacheType == .none || parsed.forceTransition ? parsed.transition : .none
+                state.placeholder?.remove(from: target)
+                state.placeholder = nil
+                target.setImage(value.image, transition: transition)
+            case .failure:
+                if let failureImage = parsed.onFailureImage {
+                    state.placeholder?.remove(from: target)
+                    state.placeholder = nil
+                    target.setImage(failureImage, transition: .none)
+                }
+            }
+            completionHandler?(result)
+        }
+        state.setTask(task, for: identifier)
+        return task
+    }
+
+    /// Loads `resource` (nil behaves as a nil source) and shows it on the target.
+    @discardableResult
+    public func setImage(
+        with resource: (any Resource)?,
+        placeholder: (any Placeholder)? = nil,
+        options: HalcyonOptionsInfo? = nil,
+        manager: HalcyonManager = .shared,
+        progressBlock: DownloadProgressBlock? = nil,
+        completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)? = nil
+    ) -> RetrieveImageTask? {
+        setImage(with: resource?.convertToSource(), placeholder: placeholder, options: options, manager: manager,
+                 progressBlock: progressBlock, completionHandler: completionHandler)
+    }
+
+    /// Cancels the target's current load; its completion reports `taskCancelled`.
+    public func cancelDownloadTask() {
+        base.halcyonState.cancelTask()
+    }
+
+    /// The identifier of the target's current load, nil when none runs.
+    public var taskIdentifier: UInt? { base.halcyonState.taskIdentifier }
+
+    /// The indicator shown while the target loads.
+    public var indicator: (any Indicator)? {
+        get { base.halcyonState.indicator }
+        nonmutating set { base.halcyonState.indicator = newValue }
+    }
+
+    private func show(_ placeholder: (any Placeholder)?, on target: Base) {
+        let state = target.halcyonState
+        state.placeholder?.remove(from: target)
+        state.placeholder = placeholder
+        if let placeholder {
+            placeholder.add(to: target)
+        } else {
+            target.setImage(nil, transition: .none)
+        }
+    }
+}
