@@ -131,10 +131,10 @@ public final class ImageDownloader: Sendable {
         state.withLock { $0.credentials[host.lowercased()] = credential }
     }
 
-    /// Cancels every caller waiting for `url` (after the request modifier); each gets `.taskCancelled`.
+    /// Cancels every caller waiting for `url` (after the request modifier), whatever their other headers; each gets `.taskCancelled`.
     public func cancel(url: URL) {
-        let task = state.withLock { $0.tasks[url] }
-        task?.cancelAll()
+        let tasks = state.withLock { $0.tasks.values.filter { $0.url == url } }
+        tasks.forEach { $0.cancelAll() }
     }
 
     /// Cancels every running and waiting download of this downloader.
