@@ -42,6 +42,7 @@ bench: deps
 	@command -v vipsthumbnail >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools
 	@rm -f bench-results.md
 	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release ThumbnailBenchmark
+	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release DownloadBenchmark
 	@echo "==> results in bench-results.md"
 
 clean:

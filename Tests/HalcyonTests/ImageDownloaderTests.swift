@@ -246,6 +246,38 @@ import Testing
         }
     }
 
+    @Test func cancelURLAndCancelAllStopEveryCaller() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 2 }) { server, downloader in
+            let calls = CallCounter()
+            let shared = server.url("/hang/shared")
+            let waits = [
+                start(downloader, shared, calls: calls).1,
+                start(downloader, shared, calls: calls).1,
+                start(downloader, server.url("/hang/other"), calls: calls).1,
+                start(downloader, server.url("/hang/waiting"), calls: calls).1,
+            ]
+            #expect(await server.wait { server.inFlight == 2 })
+            downloader.cancel(url: shared)
+            for wait in waits.prefix(2) {
+                guard case .failure(.requestError(.taskCancelled)) = await wait() else {
+                    Issue.record("expected taskCancelled")
+                    return
+                }
+            }
+            #expect(await server.wait { server.hits("/hang/waiting") == 1 })
+            downloader.cancelAll()
+            for wait in waits.suffix(2) {
+                guard case .failure(.requestError(.taskCancelled)) = await wait() else {
+                    Issue.record("expected taskCancelled")
+                    return
+                }
+            }
+            #expect(await server.wait { server.clientClosedWhileOpen == 3 })
+            #expect(downloader.activeRequestCount == 0)
+            #expect(calls.count == 4)
+        }
+    }
+
     @Test func cancellingTheSwiftTaskCancelsTheDownload() async throws {
         try await withServer { server, downloader in
             let url = server.url("/hang/swift")
@@ -306,18 +338,19 @@ import Testing
 
     @Test func lifoStartsTheNewestWaitingRequestFirst() async throws {
         try await withServer({ $0.maxConcurrentDownloads = 1; $0.executionOrder = .lifo }) { server, downloader in
-            let (_, blocker) = start(downloader, server.url("/delayed/blocker?delay=150"))
+            let (blockerTask, blocker) = start(downloader, server.url("/hang/blocker"))
             #expect(await server.wait { server.inFlight == 1 })
             let waits = (1...4).map { start(downloader, server.url("/image/lifo\($0)")).1 }
+            blockerTask?.cancel()
             _ = await blocker()
             for wait in waits { _ = await wait() }
-            #expect(server.requestOrder == ["/delayed/blocker?delay=150", "/image/lifo4", "/image/lifo3", "/image/lifo2", "/image/lifo1"])
+            #expect(server.requestOrder == ["/hang/blocker", "/image/lifo4", "/image/lifo3", "/image/lifo2", "/image/lifo1"])
         }
     }
 
     @Test func fifoWithPriorityStartsTheHighestPriorityFirst() async throws {
         try await withServer({ $0.maxConcurrentDownloads = 1 }) { server, downloader in
-            let (_, blocker) = start(downloader, server.url("/delayed/blocker?delay=150"))
+            let (blockerTask, blocker) = start(downloader, server.url("/hang/blocker"))
             #expect(await server.wait { server.inFlight == 1 })
             let low = DownloadOptions(downloadPriority: 0.1)
             let high = DownloadOptions(downloadPriority: 0.9)
@@ -326,9 +359,10 @@ import Testing
                 start(downloader, server.url("/image/b"), options: low).1,
                 start(downloader, server.url("/image/c"), options: high).1,
             ]
+            blockerTask?.cancel()
             _ = await blocker()
             for wait in waits { _ = await wait() }
-            #expect(server.requestOrder == ["/delayed/blocker?delay=150", "/image/c", "/image/a", "/image/b"])
+            #expect(server.requestOrder == ["/hang/blocker", "/image/c", "/image/a", "/image/b"])
         }
     }
 
@@ -384,8 +418,9 @@ import Testing
     }
 
     @Test func slowButSteadyBodyDoesNotTimeOut() async throws {
-        try await withServer({ $0.downloadTimeout = 0.3 }) { server, downloader in
-            let result = try await downloader.downloadImage(with: server.url("/slow/steady?delay=100&chunks=6"))
+        // 6 chunks 250 ms apart: 1.5 s in all, longer than the 1 s idle timeout, never idle that long.
+        try await withServer({ $0.downloadTimeout = 1 }) { server, downloader in
+            let result = try await downloader.downloadImage(with: server.url("/slow/steady?delay=250&chunks=6"))
             #expect(result.originalData == Self.png)
         }
     }
@@ -677,6 +712,31 @@ import Testing
             let second = server.headers("/range/resume").last ?? [:]
             #expect(second["range"] == "bytes=\(Self.png.count / 2)-")
             #expect(second["if-range"] == "\"r1\"")
+        }
+    }
+
+    @Test func cancelledDownloadKeepsItsPartialBodyButUsesItOnlyOn206() async throws {
+        try await withServer { server, downloader in
+            let target = "/slow/partial?delay=80&chunks=4"
+            let url = server.url(target)
+            let firstChunk = CallCounter()
+            let options = DownloadOptions(progressBlock: { _, _ in firstChunk.increment() })
+            let (task, result) = start(downloader, url, options: options)
+            #expect(await server.wait { firstChunk.count >= 1 })
+            task?.cancel()
+            guard case .failure(.requestError(.taskCancelled)) = await result() else {
+                Issue.record("expected taskCancelled")
+                return
+            }
+            // The slow route ignores Range and answers 200: the kept bytes must be dropped.
+            let second = try await downloader.downloadImage(with: url)
+            #expect(second.originalData == Self.png)
+            #expect(second.metrics.statusCode == 200)
+            #expect(second.metrics.resumedBytes == 0)
+            let headers = server.headers(target)
+            #expect(headers.count == 2)
+            #expect(headers.last?["range"]?.hasPrefix("bytes=") == true)
+            #expect(headers.last?["if-range"] == "\"v1\"")
         }
     }
 

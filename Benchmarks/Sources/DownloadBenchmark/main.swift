@@ -7,7 +7,7 @@
 // download + decode (`downloadImage`, default processor, completion API), a
 // bare AsyncHTTPClient loop with 16 workers (the transport's ceiling), and
 // curl. Halcyon's own `maxConcurrentDownloads = 16` limits its concurrency. Each client runs `ROUNDS`
-// times (default 5), interleaved; the table shows the median round.
+// times (default 9), interleaved; the table shows the median round.
 // Run: cd Benchmarks && swift run -c release DownloadBenchmark
 import AsyncHTTPClient
 import Foundation
@@ -19,7 +19,7 @@ import Synchronization
 
 let imageCount = Int(ProcessInfo.processInfo.environment["IMAGES"] ?? "") ?? 1000
 let concurrency = 16
-let rounds = max(1, Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "") ?? 5)
+let rounds = max(1, Int(ProcessInfo.processInfo.environment["ROUNDS"] ?? "") ?? 9)
 /// `DECODE=0` skips the download + decode row (for profiling the transport alone).
 let includeDecode = ProcessInfo.processInfo.environment["DECODE"] != "0"
 

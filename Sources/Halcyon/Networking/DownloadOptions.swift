@@ -19,6 +19,9 @@ public struct DownloadOptions: Sendable {
     /// Decoding and processing options; `processingOptions.processor` runs on the bytes.
     public var processingOptions: HalcyonParsedOptionsInfo
     /// Where completion and progress callbacks run. Default ``CallbackQueue/untouch``.
+    ///
+    /// The async methods ignore it: they resume on the Swift concurrency pool and
+    /// call `progressBlock` on the thread that received the bytes.
     public var callbackQueue: CallbackQueue
     /// Called while the body streams in, on `callbackQueue`.
     public var progressBlock: DownloadProgressBlock?

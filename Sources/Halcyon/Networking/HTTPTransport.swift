@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
 import Synchronization
@@ -47,7 +48,8 @@ struct HTTPTransport: Sendable {
         } catch {
             result = .failure(Self.map(error, url: task.url, timeout: timeout))
         }
-        if activity.end() {
+        // A timeout that fired after the body was complete loses to the result.
+        if activity.end(), case .failure = result {
             return .failure(.responseError(reason: .timedOut(url: task.url, after: timeout)))
         }
         return result
@@ -153,51 +155,53 @@ struct HTTPTransport: Sendable {
             throw HalcyonError.responseError(reason: .rejected(url: url, message: "cancelled by the delegate on the response head"))
         }
 
-        var data = Data()
-        var resumedBytes = 0
+        var prefix = Data()
         if let resume, head.statusCode == 206 {
-            let contentRange = head.value(forHTTPHeaderField: "content-range")
+            let contentRange = head.headers["content-range"]
             guard let contentRange, contentRange.lowercased().hasPrefix("bytes \(resume.data.count)-") else {
                 throw HalcyonError.responseError(reason: .invalidRangeResponse(url: url, contentRange: contentRange))
             }
-            data = resume.data
-            resumedBytes = resume.data.count
+            prefix = resume.data
         }
+        let resumedBytes = prefix.count
 
         let limit = settings.maxResponseBytes
         if let declared = head.expectedContentLength.map({ $0 + resumedBytes }), declared > limit {
             throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: declared))
         }
         // With a Content-Encoding the length counts encoded bytes, not the decoded body.
-        let encoding = head.value(forHTTPHeaderField: "content-encoding")?.lowercased() ?? "identity"
+        let encoding = head.headers["content-encoding"]?.lowercased() ?? "identity"
         let expectedTotal = encoding == "identity" ? head.expectedContentLength.map { $0 + resumedBytes } : nil
-        if let expectedTotal { data.reserveCapacity(expectedTotal) }
 
+        // Chunks are kept as received and joined once at the end: a body that
+        // arrived in one read becomes Data without a copy.
+        var body = BodyAccumulator(prefix: prefix)
         let validator = ResumableDataStore.validator(for: head)
         do {
             for try await buffer in response.body {
                 activity.touch()
-                buffer.withUnsafeReadableBytes { data.append($0.bindMemory(to: UInt8.self)) }
-                if data.count > limit {
-                    throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: data.count))
+                body.append(buffer)
+                if body.count > limit {
+                    throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: body.count))
                 }
-                task.reportProgress(received: data.count, expected: expectedTotal)
+                task.reportProgress(received: body.count, expected: expectedTotal)
             }
         } catch {
-            if let validator, !data.isEmpty, !(error is HalcyonError) {
-                resumable.store(.init(data: data, validator: validator), for: url)
+            if let validator, body.count > 0, !(error is HalcyonError) {
+                resumable.store(.init(data: body.joined(), validator: validator), for: url)
             }
             if error is HalcyonError || Task.isCancelled { throw error }
-            if let expectedTotal, data.count < expectedTotal {
-                throw HalcyonError.responseError(reason: .truncatedBody(url: url, expected: expectedTotal, received: data.count))
+            if let expectedTotal, body.count < expectedTotal {
+                throw HalcyonError.responseError(reason: .truncatedBody(url: url, expected: expectedTotal, received: body.count))
             }
             throw error
         }
 
-        if let expectedTotal, data.count < expectedTotal {
-            throw HalcyonError.responseError(reason: .truncatedBody(url: url, expected: expectedTotal, received: data.count))
+        if let expectedTotal, body.count < expectedTotal {
+            throw HalcyonError.responseError(reason: .truncatedBody(url: url, expected: expectedTotal, received: body.count))
         }
-        guard !data.isEmpty else { throw HalcyonError.responseError(reason: .emptyBody(url: url)) }
+        guard body.count > 0 else { throw HalcyonError.responseError(reason: .emptyBody(url: url)) }
+        let data = body.joined()
         return FetchOutcome(data: data, response: head, metrics: measure(data.count - resumedBytes, resumedBytes))
     }
 
@@ -246,8 +250,7 @@ struct HTTPTransport: Sendable {
     private static func head(of response: HTTPClientResponse, url: URL) -> ImageDownloadResponse {
         var headers: [String: String] = [:]
         for (name, value) in response.headers {
-            let key = name.lowercased()
-            headers[key] = headers[key].map { "\($0), \(value)" } ?? value
+            headers[name] = headers[name].map { "\($0), \(value)" } ?? value
         }
         return ImageDownloadResponse(url: url, statusCode: Int(response.status.code), headers: headers)
     }
@@ -274,6 +277,40 @@ struct HTTPTransport: Sendable {
             return .responseError(reason: .timedOut(url: url, after: timeout))
         }
         return .responseError(reason: .networkError(url: url, message: String(describing: error)))
+    }
+}
+
+// MARK: - Body
+
+/// The bytes of a body as they arrive, joined into one `Data` at the end.
+struct BodyAccumulator {
+    private let prefix: Data
+    private var chunks: [ByteBuffer] = []
+    /// Bytes so far, prefix included.
+    private(set) var count: Int
+
+    init(prefix: Data) {
+        self.prefix = prefix
+        self.count = prefix.count
+    }
+
+    mutating func append(_ buffer: ByteBuffer) {
+        guard buffer.readableBytes > 0 else { return }
+        count += buffer.readableBytes
+        chunks.append(buffer)
+    }
+
+    /// The whole body; without a copy when it is a single chunk.
+    func joined() -> Data {
+        if prefix.isEmpty, chunks.count == 1, let only = chunks.first {
+            return Data(buffer: only, byteTransferStrategy: .noCopy)
+        }
+        var data = Data(capacity: count)
+        data.append(prefix)
+        for chunk in chunks {
+            chunk.withUnsafeReadableBytes { data.append($0.bindMemory(to: UInt8.self)) }
+        }
+        return data
     }
 }
 

@@ -9,11 +9,20 @@ public struct ImageDownloadResponse: Sendable {
     /// The header fields; repeated names are joined with ", " and keys are lowercased.
     public let headers: [String: String]
 
-    /// Makes a response head.
+    /// The Content-Length the server announced, or nil when absent or invalid.
+    public let expectedContentLength: Int?
+
+    /// Makes a response head; header names are lowercased.
     public init(url: URL, statusCode: Int, headers: [String: String]) {
         self.url = url
         self.statusCode = statusCode
-        self.headers = headers
+        var lowercased: [String: String] = [:]
+        for (name, value) in headers {
+            let key = name.lowercased()
+            lowercased[key] = lowercased[key].map { "\($0), \(value)" } ?? value
+        }
+        self.headers = lowercased
+        self.expectedContentLength = lowercased["content-length"].flatMap(Self.parseLength)
     }
 
     /// The value of the header `name` (case-insensitive), or nil.
@@ -21,8 +30,11 @@ public struct ImageDownloadResponse: Sendable {
         headers[name.lowercased()]
     }
 
-    /// The Content-Length the server announced, or nil when absent or invalid.
-    public var expectedContentLength: Int? {
-        value(forHTTPHeaderField: "content-length").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    /// A non-negative decimal length, tolerating surrounding spaces and tabs.
+    private static func parseLength(_ text: String) -> Int? {
+        if let value = Int(text) { return value >= 0 ? value : nil }
+        let trimmed = text.utf8.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+        guard let value = Int(String(decoding: Array(trimmed), as: UTF8.self)), value >= 0 else { return nil }
+        return value
     }
 }

@@ -81,6 +81,10 @@ public final class ImageDownloader: Sendable {
     }
 
     /// How many HTTP requests run at once; others wait. Default 6, at least 1.
+    ///
+    /// The HTTP client's per-host connection pool is sized when the first
+    /// request starts (the larger of 16 and this value); raising the limit
+    /// beyond that later queues the extra requests inside the client.
     public var maxConcurrentDownloads: Int {
         get { state.withLock { $0.maxConcurrentDownloads } }
         set {
@@ -125,6 +129,18 @@ public final class ImageDownloader: Sendable {
     /// Sets (or with nil removes) the credential sent to `host` (case-insensitive).
     public func setCredential(_ credential: HTTPCredential?, forHost host: String) {
         state.withLock { $0.credentials[host.lowercased()] = credential }
+    }
+
+    /// Cancels every caller waiting for `url` (after the request modifier), whatever their other headers; each gets `.taskCancelled`.
+    public func cancel(url: URL) {
+        let tasks = state.withLock { $0.tasks.values.filter { $0.url == url } }
+        tasks.forEach { $0.cancelAll() }
+    }
+
+    /// Cancels every running and waiting download of this downloader.
+    public func cancelAll() {
+        let tasks = state.withLock { Array($0.tasks.values) }
+        tasks.forEach { $0.cancelAll() }
     }
 
     /// How many distinct HTTP requests are running or waiting.

@@ -63,9 +63,8 @@ final class ResumableDataStore: Sendable {
     /// The validator to resume a body received with `response`, or nil when it cannot be resumed.
     static func validator(for response: ImageDownloadResponse) -> String? {
         guard response.statusCode == 200 || response.statusCode == 206,
-              let ranges = response.value(forHTTPHeaderField: "accept-ranges"),
-              ranges.lowercased().contains("bytes") else { return nil }
-        if let etag = response.value(forHTTPHeaderField: "etag"), !etag.hasPrefix("W/") { return etag }
-        return response.value(forHTTPHeaderField: "last-modified")
+              let ranges = response.headers["accept-ranges"], ranges.lowercased() == "bytes" else { return nil }
+        if let etag = response.headers["etag"], !etag.hasPrefix("W/") { return etag }
+        return response.headers["last-modified"]
     }
 }

@@ -103,6 +103,21 @@ public final class SessionDataTask: Sendable {
         removed.deliver(.failure(.requestError(reason: .taskCancelled(url: url))))
     }
 
+    /// Cancels every caller: each callback gets a cancellation error and the HTTP request stops.
+    public func cancelAll() {
+        let (callbacks, handle, abandoned) = state.withLock { state -> ([Callback], Task<Void, Never>?, Bool) in
+            let taken = state.callbacks.map(\.callback)
+            state.callbacks = []
+            let wasSealed = state.sealed
+            state.sealed = true
+            return (taken, wasSealed ? nil : state.handle, !wasSealed)
+        }
+        guard abandoned else { return }
+        handle?.cancel()
+        onAbandoned(self)
+        callbacks.forEach { $0.deliver(.failure(.requestError(reason: .taskCancelled(url: url)))) }
+    }
+
     /// Records the task running the request; cancels it at once if the task was already abandoned.
     func attach(_ handle: Task<Void, Never>) {
         let cancelNow = state.withLock { state -> Bool in

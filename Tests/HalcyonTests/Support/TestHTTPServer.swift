@@ -131,7 +131,7 @@ final class TestHTTPServer: Sendable {
     var requestOrder: [String] { recorder.stats.withLock { $0.requestOrder } }
 
     /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-    func wait(timeout: TimeInterval = 3, until condition: () -> Bool) async -> Bool {
+    func wait(timeout: TimeInterval = 10, until condition: () -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if condition() { return true }
