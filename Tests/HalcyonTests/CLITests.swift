@@ -9,12 +9,7 @@ struct CLIRun {
     let stderr: String
 
     static func executable() -> URL? {
-        var candidates: [URL] = []
-        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
-        if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug"))
-        return candidates.map { $0.appendingPathComponent("halcyon") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        builtExecutableURL(named: "halcyon")
     }
 
     static func run(_ arguments: [String], cacheHome: URL, workingDirectory: URL? = nil, stdin: Data? = nil) async throws -> CLIRun {

@@ -80,15 +80,5 @@ func isValidStressPayload(_ data: Data, key: Int) -> Bool {
 
 /// The `halcyon-cache-stress` executable built next to the test bundle.
 func stressExecutableURL() -> URL? {
-    var candidates: [URL] = []
-    let argv0 = URL(fileURLWithPath: CommandLine.arguments[0])
-    candidates.append(argv0.deletingLastPathComponent())
-    if let executable = Bundle.main.executableURL { candidates.append(executable.deletingLastPathComponent()) }
-    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
-    candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug"))
-    for directory in candidates {
-        let url = directory.appendingPathComponent("halcyon-cache-stress")
-        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-    }
-    return nil
+    builtExecutableURL(named: "halcyon-cache-stress")
 }
