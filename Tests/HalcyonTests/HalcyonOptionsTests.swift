@@ -151,6 +151,26 @@ struct HalcyonOptionsTests {
         }
     }
 
+    @Test("alternativeSources: none is tried after the caller cancels")
+    func alternativesSkippedAfterCancel() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let task = Task {
+            try await fixture.manager.retrieveImage(with: fixture.url("/hang/primary"),
+                                                    options: [.alternativeSources([.network(fixture.url("/image/after-cancel"))])])
+        }
+        #expect(await fixture.server.wait { fixture.server.hits("/hang/primary") == 1 })
+        task.cancel()
+        do {
+            _ = try await task.value
+            Issue.record("a cancelled retrieval returned an image")
+        } catch let error as HalcyonError {
+            #expect(error.isTaskCancelled, "\(error)")
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(fixture.server.hits("/image/after-cancel") == 0)
+    }
+
     @Test("retryStrategy: response errors are retried until the source answers")
     func retryStrategy() async throws {
         let fixture = try await ManagerFixture.make()
@@ -240,6 +260,19 @@ struct HalcyonOptionsTests {
         } catch {
             guard case .processorError(.tooManyPixels) = error else { Issue.record("got \(error)"); return }
         }
+    }
+
+    @Test("maxFrameCount: an animation with more frames is refused")
+    func maxFrameCount() async throws {
+        let fixture = try await ManagerFixture.make(image: try TestImages.animation(frames: 4).encoded(as: .gif))
+        defer { Task { await fixture.shutdown() } }
+        do {
+            _ = try await fixture.manager.retrieveImage(with: fixture.url("/image/frames"), options: [.maxFrameCount(3)])
+            Issue.record("decoded past the frame limit")
+        } catch {
+            guard case .processorError(.tooManyFrames(4, 3)) = error else { Issue.record("got \(error)"); return }
+        }
+        #expect(try await fixture.manager.retrieveImage(with: fixture.url("/image/frames"), options: [.maxFrameCount(4)]).image.frameCount == 4)
     }
 
     // MARK: Caching
