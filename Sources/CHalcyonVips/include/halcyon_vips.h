@@ -41,6 +41,9 @@ int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height
 /** Thumbnail of an image already in memory, to fit width x height (never upsizes). */
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
 int hc_copy_memory(VipsImage *in, VipsImage **out);
+/** Renders a freshly loaded pipeline into memory from the calling thread, so
+ *  every loader error is reported (see the comment in halcyon_vips.c). */
+int hc_decode_to_memory(VipsImage *in, VipsImage **out);
 int hc_new_from_memory(const void *pixels, size_t length, int width, int height,
                        int bands, VipsImage **out);
 /** Writes the pixels of an 8-bit image to a new buffer; free it with hc_free. */

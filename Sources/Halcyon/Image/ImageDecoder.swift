@@ -32,7 +32,7 @@ public enum ImageDecoder {
             let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
                 try VipsImageRef.make("thumbnail") { output in
                     hc_thumbnail_buffer(buffer.bytes.baseAddress, buffer.count, Int32(pixels), Int32(pixels), allFrames ? 1 : 0, output)
-                }.srgb8().materialized()
+                }.srgb8().decodedIntoMemory()
             }
             let thumbHeight = frameCount > 1 ? thumbnail.height / frameCount : thumbnail.height
             let unchanged = thumbnail.width == header.width && thumbHeight == frameHeight
@@ -44,9 +44,9 @@ public enum ImageDecoder {
         let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
             if frameCount > 1 {
                 let pixels = try header.srgb8()
-                return options.preloadAllAnimationData ? try pixels.materialized() : pixels
+                return options.preloadAllAnimationData ? try pixels.decodedIntoMemory() : pixels
             }
-            return try header.apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
+            return try header.apply("autorot") { hc_autorot($0, $1) }.srgb8().decodedIntoMemory()
         }
         return Image(vips: decoded, frameHeight: decoded.height / frameCount, frameCount: frameCount, scale: scale,
                      originalFormat: format, frameDelays: frameDelays(delays, count: frameCount), loopCount: loop,
@@ -103,5 +103,15 @@ public enum ImageDecoder {
             return .processorError(reason: .unsupportedFormat(format))
         }
         return .processorError(reason: .corruptData(format: format, message: message))
+    }
+}
+
+private extension VipsImageRef {
+    /// Renders a pipeline that starts at a loader into memory on this thread,
+    /// so a loader error is never lost (`hc_decode_to_memory` says why).
+    func decodedIntoMemory() throws(HalcyonError) -> VipsImageRef {
+        try withExtendedLifetime(self) { () throws(HalcyonError) -> VipsImageRef in
+            try VipsImageRef.make("decode") { hc_decode_to_memory(pointer, $0) }
+        }
     }
 }
