@@ -14,6 +14,10 @@ let package = Package(
             name: "ThumbnailBenchmark",
             dependencies: [.product(name: "Halcyon", package: "Halcyon")]
         ),
+        .executableTarget(
+            name: "MemoryBenchmark",
+            dependencies: [.product(name: "Halcyon", package: "Halcyon")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
