@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Halcyon
 
@@ -185,6 +186,25 @@ struct ConformanceTests {
                 }
             }
         }
+    }
+
+    @Test("a loader error is never lost when many threads decode corrupt data at once")
+    func corruptUnderConcurrency() throws {
+        // libvips' thread pool now and then dropped the error of a loader that
+        // failed part way, and the corrupt file decoded with black rows.
+        let files = ["pngcorrupt/xcsn0g01.png", "pngcorrupt/xzln0g08.png", "edge/truncated.jpg"]
+        let failing = Self.failures.map(\.file)
+        #expect(files.allSatisfy(failing.contains), "the manifest no longer lists these as corrupt")
+        let inputs = try files.map(Self.bytes)
+        let decoded = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 480) { index in
+            let which = index % inputs.count
+            let options = index % 2 == 0 ? ImageDecodingOptions() : ImageDecodingOptions(downsampleSize: CGSize(width: 8, height: 8))
+            if (try? ImageDecoder.decode(inputs[which], options: options)) != nil {
+                decoded.withLock { $0.append(files[which]) }
+            }
+        }
+        #expect(decoded.withLock { $0 } == [])
     }
 
     // MARK: - Nothing crashes
