@@ -75,6 +75,17 @@ int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage 
     return 0;
 }
 
+int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames, VipsImage **out) {
+    const char *options = hc_load_options(buffer, length, all_frames);
+    VipsImage *image = vips_image_new_from_buffer(buffer, length, options, "access",
+                                                  VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (image == NULL) {
+        return -1;
+    }
+    *out = image;
+    return 0;
+}
+
 int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
                         int all_frames, VipsImage **out) {
     const char *options = hc_load_options(buffer, length, all_frames);

@@ -35,6 +35,10 @@ int hc_has_operation(const char *name);
 const char *hc_find_loader(const void *buffer, size_t length);
 /** Opens a buffer lazily: only the header is read. The buffer must outlive the image. */
 int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage **out);
+/** Opens a buffer for one top-to-bottom read (access=sequential). With random
+ *  access libvips decodes into a temporary image through its thread pool,
+ *  which can lose a loader error; read this with hc_decode_to_memory instead. */
+int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames, VipsImage **out);
 /** Shrink-on-load thumbnail of a buffer to fit width x height (never upsizes). */
 int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
                         int all_frames, VipsImage **out);

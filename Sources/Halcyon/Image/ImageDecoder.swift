@@ -42,11 +42,16 @@ public enum ImageDecoder {
         }
 
         let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
-            if frameCount > 1 {
-                let pixels = try header.srgb8()
-                return options.preloadAllAnimationData ? try pixels.decodedIntoMemory() : pixels
+            if frameCount > 1 && !options.preloadAllAnimationData {
+                return try header.srgb8()
             }
-            return try header.apply("autorot") { hc_autorot($0, $1) }.srgb8().decodedIntoMemory()
+            // Decode once, top to bottom, on this thread (see `decodedIntoMemory`),
+            // then rotate and convert the pixels already in memory.
+            let pixels = try load(buffer, format: format, allFrames: allFrames, sequential: true).decodedIntoMemory()
+            if frameCount > 1 {
+                return try pixels.srgb8().materialized()
+            }
+            return try pixels.apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
         }
         return Image(vips: decoded, frameHeight: decoded.height / frameCount, frameCount: frameCount, scale: scale,
                      originalFormat: format, frameDelays: frameDelays(delays, count: frameCount), loopCount: loop,
@@ -56,9 +61,12 @@ public enum ImageDecoder {
     // MARK: - Steps
 
     /// Opens the buffer lazily: libvips reads the header only.
-    private static func load(_ buffer: EncodedBuffer, format: ImageFormat, allFrames: Bool) throws(HalcyonError) -> VipsImageRef {
+    /// With `sequential`, the image can be read once from top to bottom only.
+    private static func load(_ buffer: EncodedBuffer, format: ImageFormat, allFrames: Bool, sequential: Bool = false) throws(HalcyonError) -> VipsImageRef {
         var output: UnsafeMutablePointer<VipsImage>?
-        let status = hc_load_buffer(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
+        let status = sequential
+            ? hc_load_buffer_sequential(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
+            : hc_load_buffer(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
         guard status == 0, let output else {
             if let output { hc_unref(output) }
             throw decodeError(format: format, message: VipsRuntime.takeErrorMessage())
