@@ -56,7 +56,7 @@ FUZZ_DIR := .build/fuzz
 fuzz: deps
 	@bin=$$(Fuzz/build.sh) && mkdir -p $(FUZZ_DIR)/corpus/decode $(FUZZ_DIR)/corpus/chain $(FUZZ_DIR)/artifacts && \
 	echo "==> DecodeFuzzer for $(FUZZ_SECONDS) s" && \
-	VIPS_WARNING=0 $$bin/DecodeFuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=20 -max_len=65536 \
+	VIPS_WARNING=0 $$bin/DecodeFuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=20 -max_len=65536 -dict=Fuzz/image.dict \
 		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/decode \
 		$$(find Tests/Fixtures/Conformance -mindepth 1 -type d) && \
 	echo "==> ChainFuzzer for $(FUZZ_SECONDS) s" && \
