@@ -191,6 +191,8 @@ int hc_is_uchar_srgb(const VipsImage *image) {
            (bands == 3 || bands == 4);
 }
 
+int hc_orientation(VipsImage *image) { return vips_image_get_orientation(image); }
+
 int hc_delays(VipsImage *image, int *delays, int capacity) {
     if (vips_image_get_typeof(image, "delay") == 0) {
         return 0;

@@ -61,6 +61,8 @@ int hc_bands(const VipsImage *image);
 int hc_page_height(VipsImage *image);
 int hc_n_pages(VipsImage *image);
 int hc_is_uchar_srgb(const VipsImage *image);
+/** The EXIF orientation, 1 to 8 (1 when absent or invalid). */
+int hc_orientation(VipsImage *image);
 /** Copies up to capacity frame delays (ms) into delays; returns how many exist. */
 int hc_delays(VipsImage *image, int *delays, int capacity);
 /** Loop count of an animation (0 = forever), or 0 when absent. */

@@ -45,13 +45,15 @@ public enum ImageDecoder {
             if frameCount > 1 && !options.preloadAllAnimationData {
                 return try header.srgb8()
             }
-            // Decode once, top to bottom, on this thread (see `decodedIntoMemory`),
-            // then rotate and convert the pixels already in memory.
-            let pixels = try load(buffer, format: format, allFrames: allFrames, sequential: true).decodedIntoMemory()
-            if frameCount > 1 {
-                return try pixels.srgb8().materialized()
+            // Decode once, top to bottom, on this thread (see `decodedIntoMemory`).
+            let sequential = try load(buffer, format: format, allFrames: allFrames, sequential: true)
+            let orientation = withExtendedLifetime(header) { Int(hc_orientation(header.pointer)) }
+            guard frameCount == 1, (2...8).contains(orientation) else {
+                // Nothing to rotate: convert while decoding, one buffer in memory.
+                return try sequential.srgb8().decodedIntoMemory()
             }
-            return try pixels.apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
+            // Rotating needs random access: decode first, then rotate in memory.
+            return try sequential.decodedIntoMemory().apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
         }
         return Image(vips: decoded, frameHeight: decoded.height / frameCount, frameCount: frameCount, scale: scale,
                      originalFormat: format, frameDelays: frameDelays(delays, count: frameCount), loopCount: loop,
