@@ -47,3 +47,19 @@ bench: deps
 
 clean:
 	rm -rf .build Benchmarks/.build $(OUT) bench-results.md
+
+## fuzz: libFuzzer + ASan over decode+process and the chain parser, FUZZ_SECONDS each (default 60).
+##       Seeds: Tests/Fixtures/Conformance and Fuzz/corpus/chain; new inputs in .build/fuzz/corpus,
+##       crashes in .build/fuzz/artifacts (turn one into a fixture + a fix + a test).
+FUZZ_SECONDS ?= 60
+FUZZ_DIR := .build/fuzz
+.PHONY: fuzz
+fuzz: deps
+	@bin=$$(Fuzz/build.sh) && mkdir -p $(FUZZ_DIR)/corpus/decode $(FUZZ_DIR)/corpus/chain $(FUZZ_DIR)/artifacts && \
+	echo "==> DecodeFuzzer for $(FUZZ_SECONDS) s" && \
+	VIPS_WARNING=0 $$bin/DecodeFuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=20 -max_len=65536 -dict=Fuzz/image.dict \
+		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/decode \
+		$$(find Tests/Fixtures/Conformance -mindepth 1 -type d) && \
+	echo "==> ChainFuzzer for $(FUZZ_SECONDS) s" && \
+	VIPS_WARNING=0 $$bin/ChainFuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -max_len=256 \
+		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/chain Fuzz/corpus/chain

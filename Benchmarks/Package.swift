@@ -30,6 +30,10 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
+        .executableTarget(
+            name: "MemoryBenchmark",
+            dependencies: [.product(name: "Halcyon", package: "Halcyon")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

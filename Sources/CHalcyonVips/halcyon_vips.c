@@ -75,6 +75,17 @@ int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage 
     return 0;
 }
 
+int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames, VipsImage **out) {
+    const char *options = hc_load_options(buffer, length, all_frames);
+    VipsImage *image = vips_image_new_from_buffer(buffer, length, options, "access",
+                                                  VIPS_ACCESS_SEQUENTIAL, NULL);
+    if (image == NULL) {
+        return -1;
+    }
+    *out = image;
+    return 0;
+}
+
 int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
                         int all_frames, VipsImage **out) {
     const char *options = hc_load_options(buffer, length, all_frames);
@@ -86,8 +97,12 @@ int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height
     }
     memcpy(trimmed, options + 1, option_length - 2);
     trimmed[option_length - 2] = '\0';
+    /* vips_thumbnail has a fail_on of its own (default: none) that it hands to
+     * the loader over whatever option_string says, so a truncated or corrupt
+     * file would come back as a thumbnail with black rows: set it here too. */
     return vips_thumbnail_buffer((void *)buffer, length, out, width, "height", height, "size",
-                                 VIPS_SIZE_DOWN, "option_string", trimmed, NULL);
+                                 VIPS_SIZE_DOWN, "option_string", trimmed, "fail_on",
+                                 VIPS_FAIL_ON_TRUNCATED, NULL);
 }
 
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out) {
@@ -99,6 +114,46 @@ int hc_copy_memory(VipsImage *in, VipsImage **out) {
     if (image == NULL) {
         return -1;
     }
+    *out = image;
+    return 0;
+}
+
+/* Decoding renders strips in the calling thread rather than through libvips'
+ * thread pool. When a loader fails part way (truncated or corrupt data),
+ * libvips' tile cache blacks out the failed tile and asks the pool to stop;
+ * with several pool threads the error is now and then lost and the sink
+ * reports success, so corrupt input would come back as an image with black
+ * rows (seen with libvips 8.14 on truncated JPEG and PNG with a bad IDAT).
+ * One thread asking for strips top to bottom gets every error back. Loaders
+ * decode on one thread anyway; only the cheap steps after them lose
+ * parallelism. */
+int hc_decode_to_memory(VipsImage *in, VipsImage **out) {
+    const int strip = 64;
+    VipsImage *image = vips_image_new_memory();
+    if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) != 0 ||
+        vips_image_write_prepare(image) != 0) {
+        g_object_unref(image);
+        return -1;
+    }
+    VipsRegion *region = vips_region_new(in);
+    int width = vips_image_get_width(in);
+    int height = vips_image_get_height(in);
+    for (int top = 0; top < height; top += strip) {
+        VipsRect rect = {0, top, width, height - top < strip ? height - top : strip};
+        if (vips_region_prepare(region, &rect) != 0) {
+            g_object_unref(region);
+            g_object_unref(image);
+            return -1;
+        }
+        for (int y = top; y < top + rect.height; y++) {
+            if (vips_image_write_line(image, y, VIPS_REGION_ADDR(region, 0, y)) != 0) {
+                g_object_unref(region);
+                g_object_unref(image);
+                return -1;
+            }
+        }
+    }
+    g_object_unref(region);
     *out = image;
     return 0;
 }
@@ -135,6 +190,8 @@ int hc_is_uchar_srgb(const VipsImage *image) {
            vips_image_get_interpretation(image) == VIPS_INTERPRETATION_sRGB &&
            (bands == 3 || bands == 4);
 }
+
+int hc_orientation(VipsImage *image) { return vips_image_get_orientation(image); }
 
 int hc_delays(VipsImage *image, int *delays, int capacity) {
     if (vips_image_get_typeof(image, "delay") == 0) {

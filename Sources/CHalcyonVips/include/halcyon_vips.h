@@ -35,12 +35,19 @@ int hc_has_operation(const char *name);
 const char *hc_find_loader(const void *buffer, size_t length);
 /** Opens a buffer lazily: only the header is read. The buffer must outlive the image. */
 int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage **out);
+/** Opens a buffer for one top-to-bottom read (access=sequential). With random
+ *  access libvips decodes into a temporary image through its thread pool,
+ *  which can lose a loader error; read this with hc_decode_to_memory instead. */
+int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames, VipsImage **out);
 /** Shrink-on-load thumbnail of a buffer to fit width x height (never upsizes). */
 int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
                         int all_frames, VipsImage **out);
 /** Thumbnail of an image already in memory, to fit width x height (never upsizes). */
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
 int hc_copy_memory(VipsImage *in, VipsImage **out);
+/** Renders a freshly loaded pipeline into memory from the calling thread, so
+ *  every loader error is reported (see the comment in halcyon_vips.c). */
+int hc_decode_to_memory(VipsImage *in, VipsImage **out);
 int hc_new_from_memory(const void *pixels, size_t length, int width, int height,
                        int bands, VipsImage **out);
 /** Writes the pixels of an 8-bit image to a new buffer; free it with hc_free. */
@@ -54,6 +61,8 @@ int hc_bands(const VipsImage *image);
 int hc_page_height(VipsImage *image);
 int hc_n_pages(VipsImage *image);
 int hc_is_uchar_srgb(const VipsImage *image);
+/** The EXIF orientation, 1 to 8 (1 when absent or invalid). */
+int hc_orientation(VipsImage *image);
 /** Copies up to capacity frame delays (ms) into delays; returns how many exist. */
 int hc_delays(VipsImage *image, int *delays, int capacity);
 /** Loop count of an animation (0 = forever), or 0 when absent. */

@@ -32,7 +32,7 @@ public enum ImageDecoder {
             let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
                 try VipsImageRef.make("thumbnail") { output in
                     hc_thumbnail_buffer(buffer.bytes.baseAddress, buffer.count, Int32(pixels), Int32(pixels), allFrames ? 1 : 0, output)
-                }.srgb8().materialized()
+                }.srgb8().decodedIntoMemory()
             }
             let thumbHeight = frameCount > 1 ? thumbnail.height / frameCount : thumbnail.height
             let unchanged = thumbnail.width == header.width && thumbHeight == frameHeight
@@ -42,11 +42,18 @@ public enum ImageDecoder {
         }
 
         let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
-            if frameCount > 1 {
-                let pixels = try header.srgb8()
-                return options.preloadAllAnimationData ? try pixels.materialized() : pixels
+            if frameCount > 1 && !options.preloadAllAnimationData {
+                return try header.srgb8()
             }
-            return try header.apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
+            // Decode once, top to bottom, on this thread (see `decodedIntoMemory`).
+            let sequential = try load(buffer, format: format, allFrames: allFrames, sequential: true)
+            let orientation = withExtendedLifetime(header) { Int(hc_orientation(header.pointer)) }
+            guard frameCount == 1, (2...8).contains(orientation) else {
+                // Nothing to rotate: convert while decoding, one buffer in memory.
+                return try sequential.srgb8().decodedIntoMemory()
+            }
+            // Rotating needs random access: decode first, then rotate in memory.
+            return try sequential.decodedIntoMemory().apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
         }
         return Image(vips: decoded, frameHeight: decoded.height / frameCount, frameCount: frameCount, scale: scale,
                      originalFormat: format, frameDelays: frameDelays(delays, count: frameCount), loopCount: loop,
@@ -56,9 +63,12 @@ public enum ImageDecoder {
     // MARK: - Steps
 
     /// Opens the buffer lazily: libvips reads the header only.
-    private static func load(_ buffer: EncodedBuffer, format: ImageFormat, allFrames: Bool) throws(HalcyonError) -> VipsImageRef {
+    /// With `sequential`, the image can be read once from top to bottom only.
+    private static func load(_ buffer: EncodedBuffer, format: ImageFormat, allFrames: Bool, sequential: Bool = false) throws(HalcyonError) -> VipsImageRef {
         var output: UnsafeMutablePointer<VipsImage>?
-        let status = hc_load_buffer(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
+        let status = sequential
+            ? hc_load_buffer_sequential(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
+            : hc_load_buffer(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
         guard status == 0, let output else {
             if let output { hc_unref(output) }
             throw decodeError(format: format, message: VipsRuntime.takeErrorMessage())
@@ -103,5 +113,15 @@ public enum ImageDecoder {
             return .processorError(reason: .unsupportedFormat(format))
         }
         return .processorError(reason: .corruptData(format: format, message: message))
+    }
+}
+
+private extension VipsImageRef {
+    /// Renders a pipeline that starts at a loader into memory on this thread,
+    /// so a loader error is never lost (`hc_decode_to_memory` says why).
+    func decodedIntoMemory() throws(HalcyonError) -> VipsImageRef {
+        try withExtendedLifetime(self) { () throws(HalcyonError) -> VipsImageRef in
+            try VipsImageRef.make("decode") { hc_decode_to_memory(pointer, $0) }
+        }
     }
 }
