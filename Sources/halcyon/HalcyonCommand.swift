@@ -3,7 +3,7 @@ import Halcyon
 
 /// The `halcyon` command-line tool: a thin front on the Halcyon library.
 @main
-struct HalcyonCommand: ParsableCommand {
+struct HalcyonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "halcyon",
         abstract: "Image downloading, caching and processing on libvips.",
@@ -12,6 +12,6 @@ struct HalcyonCommand: ParsableCommand {
             processing, I/O error), 64 bad usage (unknown option, bad processor chain).
             """,
         version: HalcyonVersion.string,
-        subcommands: [VersionCommand.self, ProcessCommand.self]
+        subcommands: [VersionCommand.self, ProcessCommand.self, ServeCommand.self]
     )
 }
