@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Halcyon", targets: ["Halcyon"]),
+        .library(name: "HalcyonServer", targets: ["HalcyonServer"]),
         .executable(name: "halcyon", targets: ["halcyon"]),
     ],
     dependencies: [

@@ -124,3 +124,28 @@ public final class ImageServer: Service {
         if let ownedCacheFolder { try? FileManager.default.removeItem(at: ownedCacheFolder) }
     }
 }
+
+extension ImageServer {
+    /// Runs a server with `configuration` until SIGTERM or SIGINT (graceful), logging to stderr at `logLevel`.
+    ///
+    /// `halcyon serve` is this after parsing its configuration. `onListening` gets the bound port.
+    public static func runUntilSignalled(
+        configuration: ServerConfiguration,
+        logLevel: Logger.Level = .info,
+        onListening: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws {
+        var logger = Logger(label: "halcyon.serve")
+        logger.logLevel = logLevel
+        let server = try ImageServer(configuration: configuration, logger: logger)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let announce = Task {
+            if let port = try? await server.waitUntilListening() {
+                logger.info("listening on \(configuration.host):\(port)")
+                onListening(port)
+            }
+        }
+        defer { announce.cancel() }
+        try await group.run()
+    }
+}

@@ -1,8 +1,6 @@
 import ArgumentParser
 import Foundation
 import HalcyonServer
-import Logging
-import ServiceLifecycle
 
 /// `halcyon serve`: runs the HTTP image service until SIGTERM or SIGINT.
 ///
@@ -73,16 +71,6 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.message)
         }
-        var logger = Logger(label: "halcyon.serve")
-        logger.logLevel = .info
-        let server = try ImageServer(configuration: settings, logger: logger)
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        Task {
-            if let port = try? await server.waitUntilListening() {
-                logger.info("listening on \(settings.host):\(port)")
-            }
-        }
-        try await group.run()
+        try await ImageServer.runUntilSignalled(configuration: settings)
     }
 }
