@@ -21,6 +21,13 @@ let package = Package(
             dependencies: [.product(name: "Halcyon", package: "Halcyon")]
         ),
         .executableTarget(
+            name: "ServerBenchmark",
+            dependencies: [
+                .product(name: "Halcyon", package: "Halcyon"),
+                .product(name: "HalcyonServer", package: "Halcyon"),
+            ]
+        ),
+        .executableTarget(
             name: "DownloadBenchmark",
             dependencies: [
                 .product(name: "Halcyon", package: "Halcyon"),

@@ -41,6 +41,8 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case downloaderShutDown(url: URL)
         /// The URL failed for good before and is on the failed-URL blocklist; pass `.retryFailed` to try it again.
         case blockedURL(url: URL)
+        /// The connection gate refused to connect to `url` (for example its address is private); nothing was sent.
+        case connectionRefusedByGate(url: URL, message: String)
     }
 
     /// Why a response was refused.

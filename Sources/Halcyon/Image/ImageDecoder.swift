@@ -60,6 +60,27 @@ public enum ImageDecoder {
                      sourceFingerprint: fingerprint)
     }
 
+    /// Reads only the header of `data`: pixel width, frame height, frame count and format.
+    ///
+    /// Applies the same limits as ``decode(_:options:)`` (pixels, frames), so a
+    /// decompression bomb is refused here without decoding any pixels. The size
+    /// is as stored, before EXIF orientation.
+    public static func probe(
+        _ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()
+    ) throws(HalcyonError) -> (width: Int, height: Int, frameCount: Int, format: ImageFormat) {
+        guard !data.isEmpty else { throw .processorError(reason: .emptyData) }
+        let format = ImageFormat(sniffing: data)
+        guard format != .unknown else { throw .processorError(reason: .unsupportedFormat(.unknown)) }
+        try VipsRuntime.ensureStarted()
+        let buffer = EncodedBuffer(copying: data)
+        let allFrames = !options.onlyFirstFrame && format.supportsAnimation
+        let header = try load(buffer, format: format, allFrames: allFrames)
+        let frameHeight = allFrames ? header.pageHeight : header.height
+        let frameCount = allFrames ? max(1, header.height / max(1, frameHeight)) : 1
+        try checkLimits(width: header.width, frameHeight: frameHeight, frameCount: frameCount, options: options)
+        return (header.width, frameHeight, frameCount, format)
+    }
+
     // MARK: - Steps
 
     /// Opens the buffer lazily: libvips reads the header only.

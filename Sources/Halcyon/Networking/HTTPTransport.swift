@@ -19,6 +19,7 @@ struct FetchSettings: Sendable {
     var maxResponseBytes: Int
     var maxRedirects: Int
     var credentials: [String: HTTPCredential]
+    var connectionGate: (any ImageDownloaderConnectionGate)? = nil
 }
 
 /// Runs one ``SessionDataTask`` over AsyncHTTPClient: redirects, credentials,
@@ -91,7 +92,8 @@ struct HTTPTransport: Sendable {
         var redirectCount = 0
         while true {
             activity.touch()
-            let response = try await client.execute(wireRequest(for: request), deadline: .now() + .hours(24))
+            let hopClient = try await settings.connectionGate?.client(for: request.url) ?? client
+            let response = try await hopClient.execute(wireRequest(for: request), deadline: .now() + .hours(24))
             activity.touch()
             let head = Self.head(of: response, url: request.url)
 

@@ -47,6 +47,7 @@ public final class ImageDownloader: Sendable {
         var httpHeaders: [String: String] = [:]
         var credentials: [String: HTTPCredential] = [:]
         weak var delegate: (any ImageDownloaderDelegate)?
+        var connectionGate: (any ImageDownloaderConnectionGate)?
 
         var client: HTTPClient?
         var isShutDown = false
@@ -124,6 +125,12 @@ public final class ImageDownloader: Sendable {
     public var delegate: (any ImageDownloaderDelegate)? {
         get { state.withLock { $0.delegate } }
         set { state.withLock { $0.delegate = newValue } }
+    }
+
+    /// Vets each hop (first request and redirects) before it connects; nil (the default) connects anywhere.
+    public var connectionGate: (any ImageDownloaderConnectionGate)? {
+        get { state.withLock { $0.connectionGate } }
+        set { state.withLock { $0.connectionGate = newValue } }
     }
 
     /// Sets (or with nil removes) the credential sent to `host` (case-insensitive).
@@ -342,7 +349,8 @@ public final class ImageDownloader: Sendable {
             state.client = client
             let settings = FetchSettings(
                 timeout: state.downloadTimeout, maxResponseBytes: state.maxResponseBytes,
-                maxRedirects: state.maxRedirects, credentials: state.credentials)
+                maxRedirects: state.maxRedirects, credentials: state.credentials,
+                connectionGate: state.connectionGate)
             return (client, settings)
         }
         let delegate = self.delegate

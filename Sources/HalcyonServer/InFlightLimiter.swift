@@ -1,0 +1,73 @@
+import Foundation
+import Synchronization
+
+/// Bounds the requests processed at once: up to `limit` run, up to `queue`
+/// wait (first come, first served), the rest are refused at once (429).
+/// One lock guards the counts and the waiters.
+public final class InFlightLimiter: Sendable {
+    private struct State {
+        var running = 0
+        var nextID = 0
+        var waiters: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+    }
+
+    /// Most running at once.
+    public let limit: Int
+    /// Most waiting.
+    public let queue: Int
+    private let state = Mutex(State())
+
+    /// Makes a limiter.
+    public init(limit: Int, queue: Int) {
+        self.limit = max(1, limit)
+        self.queue = max(0, queue)
+    }
+
+    /// How many run now.
+    public var running: Int { state.withLock { $0.running } }
+
+    /// Takes a slot, waiting in the queue if there is room; false when refused or cancelled while waiting.
+    public func acquire() async -> Bool {
+        enum Decision { case granted, refused, wait(Int) }
+        let decision = state.withLock { state -> Decision in
+            if state.running < limit {
+                state.running += 1
+                return .granted
+            }
+            guard state.waiters.count < queue else { return .refused }
+            state.nextID += 1
+            return .wait(state.nextID)
+        }
+        switch decision {
+        case .granted: return true
+        case .refused: return false
+        case .wait(let id):
+            return await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let cancelled = state.withLock { state -> Bool in
+                        if Task.isCancelled { return true }
+                        state.waiters.append((id, continuation))
+                        return false
+                    }
+                    if cancelled { continuation.resume(returning: false) }
+                }
+            } onCancel: {
+                let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.waiters.remove(at: index).continuation
+                }
+                waiter?.resume(returning: false)
+            }
+        }
+    }
+
+    /// Gives a slot back, to the first waiter if there is one.
+    public func release() {
+        let next = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            if !state.waiters.isEmpty { return state.waiters.removeFirst().continuation }
+            state.running -= 1
+            return nil
+        }
+        next?.resume(returning: true)
+    }
+}

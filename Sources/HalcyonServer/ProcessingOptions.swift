@@ -1,0 +1,246 @@
+import Foundation
+import Halcyon
+
+/// The processing options of one request, in imgproxy's grammar: path
+/// segments `name:arg:arg`, e.g. `rs:fill:300:200/g:no/q:80/bl:2/rd:12/bw/tint:ff0000`.
+///
+/// Sizes never enlarge for `fit` and `fill` (imgproxy's default); `force`
+/// gives exactly the size asked. A zero side follows the aspect ratio.
+public struct ProcessingOptions: Sendable, Hashable {
+    /// How the image is fitted into the width and height.
+    public enum ResizeMode: String, Sendable, Hashable {
+        /// Inside the box, aspect kept.
+        case fit
+        /// Covers the box, aspect kept, cropped at the gravity.
+        case fill
+        /// Exactly the box, aspect ignored.
+        case force
+    }
+
+    /// Where a `fill` crop is anchored.
+    public enum Gravity: String, Sendable, Hashable {
+        case ce, no, so, ea, we, sm
+
+        /// The unit anchor for ``CroppingImageProcessor``; smart falls back to the centre.
+        public var anchor: CGPoint {
+            switch self {
+            case .ce, .sm: return CGPoint(x: 0.5, y: 0.5)
+            case .no: return CGPoint(x: 0.5, y: 0)
+            case .so: return CGPoint(x: 0.5, y: 1)
+            case .ea: return CGPoint(x: 1, y: 0.5)
+            case .we: return CGPoint(x: 0, y: 0.5)
+            }
+        }
+    }
+
+    /// The resize mode. Default fit.
+    public var resizeMode: ResizeMode = .fit
+    /// Target width in pixels; 0 follows the aspect ratio.
+    public var width = 0
+    /// Target height in pixels; 0 follows the aspect ratio.
+    public var height = 0
+    /// Crop anchor for fill. Default centre.
+    public var gravity: Gravity = .ce
+    /// Encoder quality 1...100; nil uses the format's default.
+    public var quality: Int?
+    /// Output format asked by `f:`.
+    public var format: ImageFormat?
+    /// Gaussian blur sigma; nil or 0 is none.
+    public var blur: Double?
+    /// Corner radius in pixels.
+    public var round: Double?
+    /// Greyscale.
+    public var blackWhite = false
+    /// Tint colour.
+    public var tint: Color?
+
+    /// Makes the default options (no processing).
+    public init() {}
+
+    /// A parse failure: the offending segment and why.
+    public struct ParseError: Error, Sendable, Equatable {
+        /// The option segment as written.
+        public let option: String
+        /// What is wrong with it.
+        public let message: String
+    }
+
+    /// Parses option segments; throws naming the first bad or unknown option.
+    public static func parse(_ segments: [String], maxDimension: Int) throws(ParseError) -> ProcessingOptions {
+        var options = ProcessingOptions()
+        for segment in segments where !segment.isEmpty {
+            let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            let name = parts[0]
+            let args = Array(parts.dropFirst())
+            func fail(_ message: String) -> ParseError { ParseError(option: segment, message: message) }
+            func size(_ text: String) throws(ParseError) -> Int {
+                guard let value = Int(text), value >= 0 else { throw fail("size must be a whole number of pixels ≥ 0") }
+                guard value <= maxDimension else { throw fail("size \(value) exceeds the limit of \(maxDimension)") }
+                return value
+            }
+            func number(_ text: String, _ range: ClosedRange<Double>) throws(ParseError) -> Double {
+                guard let value = Double(text), value.isFinite, range.contains(value) else {
+                    throw fail("value must be a number in \(range.lowerBound)...\(range.upperBound)")
+                }
+                return value
+            }
+            switch name {
+            case "rs", "resize":
+                guard (1...3).contains(args.count) else { throw fail("expected rs:{fit|fill|force}:{w}:{h}") }
+                guard let mode = ResizeMode(rawValue: args[0]) else { throw fail("resize mode must be fit, fill or force") }
+                options.resizeMode = mode
+                if args.count > 1, !args[1].isEmpty { options.width = try size(args[1]) }
+                if args.count > 2, !args[2].isEmpty { options.height = try size(args[2]) }
+            case "w", "width":
+                guard args.count == 1 else { throw fail("expected w:{width}") }
+                options.width = try size(args[0])
+            case "h", "height":
+                guard args.count == 1 else { throw fail("expected h:{height}") }
+                options.height = try size(args[0])
+            case "g", "gravity":
+                guard args.count == 1, let gravity = Gravity(rawValue: args[0]) else {
+                    throw fail("gravity must be one of ce, no, so, ea, we, sm")
+                }
+                options.gravity = gravity
+            case "q", "quality":
+                guard args.count == 1, let value = Int(args[0]), (1...100).contains(value) else { throw fail("quality must be 1...100") }
+                options.quality = value
+            case "f", "format", "ext":
+                guard args.count == 1, let format = outputFormat(extension: args[0]) else {
+                    throw fail("format must be one of jpg, png, webp, avif, gif, tiff")
+                }
+                options.format = format
+            case "bl", "blur":
+                guard args.count == 1 else { throw fail("expected bl:{sigma}") }
+                options.blur = try number(args[0], 0...100)
+            case "rd", "round":
+                guard args.count == 1 else { throw fail("expected rd:{radius}") }
+                options.round = try number(args[0], 0...Double(maxDimension))
+            case "bw":
+                guard args.isEmpty || (args.count == 1 && ["1", "t", "true", "0", "f", "false"].contains(args[0])) else {
+                    throw fail("expected bw or bw:{1|0}")
+                }
+                options.blackWhite = args.first.map { ["1", "t", "true"].contains($0) } ?? true
+            case "tint":
+                guard args.count == 1, let color = Color(hex: args[0]) else { throw fail("expected tint:{hex colour}") }
+                options.tint = color
+            default:
+                throw ParseError(option: segment, message: "unknown option \"\(name)\"")
+            }
+        }
+        return options
+    }
+
+    /// The format a file extension names, if Halcyon can write it.
+    public static func outputFormat(extension text: String) -> ImageFormat? {
+        switch text.lowercased() {
+        case "jpg", "jpeg": return .jpeg
+        case "png": return .png
+        case "webp": return .webp
+        case "avif": return .avif
+        case "gif": return .gif
+        case "tif", "tiff": return .tiff
+        default: return nil
+        }
+    }
+
+    // MARK: - Processor chain
+
+    /// The processor chain for these options, nil when nothing is asked; its identifier encodes every option.
+    public func processor(limits: ImageDecodingOptions) -> (any ImageProcessor)? {
+        var steps: [any ImageProcessor] = []
+        if width > 0 || height > 0 {
+            steps.append(ThumbnailStep(mode: resizeMode, width: width, height: height, gravity: gravity, limits: limits).processor)
+        }
+        if let blur, blur > 0 { steps.append(BlurImageProcessor(blurRadius: CGFloat(blur))) }
+        if blackWhite { steps.append(BlackWhiteProcessor()) }
+        if let tint { steps.append(TintImageProcessor(tint: tint)) }
+        if let round, round > 0 { steps.append(RoundCornerImageProcessor(cornerRadius: CGFloat(round))) }
+        guard var chain = steps.first else { return nil }
+        for step in steps.dropFirst() { chain = chain |> step }
+        return chain
+    }
+}
+
+/// The resize step: probes the header, decodes with libvips shrink-on-load to
+/// just above the size needed, then resizes (and for fill crops) exactly.
+struct ThumbnailStep: Sendable {
+    let mode: ProcessingOptions.ResizeMode
+    let width: Int
+    let height: Int
+    let gravity: ProcessingOptions.Gravity
+    let limits: ImageDecodingOptions
+
+    var processor: GeneralProcessor {
+        let step = self
+        return GeneralProcessor(identifier: "halcyon.server.thumbnail(\(mode.rawValue),\(width),\(height),\(gravity.rawValue))") {
+            item, options throws(HalcyonError) in
+            try step.run(item, options: options)
+        }
+    }
+
+    /// The output size for a source of `sourceWidth` × `sourceHeight`.
+    func target(sourceWidth: Int, sourceHeight: Int) -> (width: Int, height: Int, scaleX: Double, scaleY: Double) {
+        let sw = Double(max(1, sourceWidth)), sh = Double(max(1, sourceHeight))
+        let wantW = Double(width), wantH = Double(height)
+        if width == 0 || height == 0 {
+            // One side given: follow the aspect ratio, never enlarge unless forced.
+            var scale = width > 0 ? wantW / sw : wantH / sh
+            if mode != .force { scale = min(1, scale) }
+            return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())), scale, scale)
+        }
+        switch mode {
+        case .force:
+            return (width, height, wantW / sw, wantH / sh)
+        case .fit:
+            let scale = min(1, min(wantW / sw, wantH / sh))
+            return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())), scale, scale)
+        case .fill:
+            let scale = min(1, max(wantW / sw, wantH / sh))
+            return (min(width, max(1, Int((sw * scale).rounded()))), min(height, max(1, Int((sh * scale).rounded()))), scale, scale)
+        }
+    }
+
+    func run(_ item: ImageProcessItem, options: HalcyonParsedOptionsInfo) throws(HalcyonError) -> Image {
+        var image: Image
+        var planned: (width: Int, height: Int)?
+        switch item {
+        case .image(let decoded):
+            image = decoded
+        case .data(let data):
+            var decoding = options.decodingOptions
+            let header = try ImageDecoder.probe(data, options: decoding)
+            // Either orientation (EXIF may swap the sides): take the larger scale so the shrink never undershoots.
+            let upright = target(sourceWidth: header.width, sourceHeight: header.height)
+            let turned = target(sourceWidth: header.height, sourceHeight: header.width)
+            let scale = max(upright.scaleX, upright.scaleY, turned.scaleX, turned.scaleY)
+            if scale < 1 {
+                let box = (Double(max(header.width, header.height)) * scale).rounded(.up) + 1
+                decoding.downsampleSize = CGSize(width: box, height: box)
+            }
+            image = try ImageDecoder.decode(data, options: decoding)
+            // The output size comes from the source's size, not the shrunk intermediate.
+            let rotated = header.width != header.height && (header.width > header.height) != (image.width > image.height)
+            let chosen = rotated ? turned : upright
+            planned = (chosen.width, chosen.height)
+        }
+        let computed = target(sourceWidth: image.width, sourceHeight: image.height)
+        let size = planned ?? (computed.width, computed.height)
+        switch mode {
+        case .fill where width > 0 && height > 0:
+            let scale = max(Double(size.width) / Double(image.width), Double(size.height) / Double(image.height))
+            let coverW = max(size.width, Int((Double(image.width) * scale).rounded()))
+            let coverH = max(size.height, Int((Double(image.height) * scale).rounded()))
+            if coverW != image.width || coverH != image.height {
+                image = try ResizingImageProcessor(referenceSize: CGSize(width: coverW, height: coverH))
+                    .process(item: .image(image), options: options)
+            }
+            return try CroppingImageProcessor(size: CGSize(width: size.width, height: size.height), anchor: gravity.anchor)
+                .process(item: .image(image), options: options)
+        default:
+            if size.width == image.width && size.height == image.height { return image }
+            return try ResizingImageProcessor(referenceSize: CGSize(width: size.width, height: size.height))
+                .process(item: .image(image), options: options)
+        }
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+
+/// Every setting of the image service, with imgproxy-like safe defaults.
+///
+/// Values come from (later wins) the defaults, an optional JSON file, the
+/// environment (`HALCYON_*`) and command-line flags; see ``load(file:environment:)``.
+public struct ServerConfiguration: Sendable, Codable, Equatable {
+    /// Address to bind. Default 127.0.0.1.
+    public var host = "127.0.0.1"
+    /// Port to bind; 0 picks a free one. Default 8080.
+    public var port = 8080
+    /// A separate port for `/metrics`; nil serves it on the main port.
+    public var metricsPort: Int?
+    /// Hex HMAC keys; pairs with `salts` by index. Empty with `insecure` serves unsigned URLs.
+    public var keys: [String] = []
+    /// Hex salts, one per key.
+    public var salts: [String] = []
+    /// Serve unsigned URLs; only allowed when no key is set.
+    public var insecure = false
+    /// Root folder for `local://` sources; nil disables them.
+    public var localRoot: String?
+    /// Allowed source prefixes (e.g. `https://images.example.com/`); empty allows any http(s) source.
+    public var allowedSources: [String] = []
+    /// Let sources on loopback addresses through the SSRF guard.
+    public var allowLoopback = false
+    /// Let sources on private, link-local and CGNAT addresses through the SSRF guard.
+    public var allowPrivate = false
+    /// Most redirects followed per source. Default 10.
+    public var maxRedirects = 10
+    /// Largest source body in bytes. Default 20 MiB.
+    public var maxSourceBytes = 20 * 1024 * 1024
+    /// Largest source in megapixels (animations: all frames together). Default 50.
+    public var maxSourceMegapixels = 50.0
+    /// Most animation frames. Default 300.
+    public var maxFrames = 300
+    /// Largest width or height of a result. Default 8192.
+    public var maxResultDimension = 8192
+    /// Idle timeout of a source download in seconds. Default 10.
+    public var downloadTimeout = 10.0
+    /// Whole-request timeout in seconds (504 after). Default 30.
+    public var requestTimeout = 30.0
+    /// Most requests processed at once. Default 2 × cores.
+    public var maxInFlight = max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
+    /// Requests that may wait for a processing slot before 429. Default 0: 429 at once.
+    public var maxQueue = 0
+    /// `Cache-Control: max-age` of successful responses, seconds. Default 31536000.
+    public var cacheMaxAge = 31_536_000
+    /// Folder of the disk cache; nil uses a folder in the temporary directory.
+    public var cacheDirectory: String?
+    /// Disk cache size limit in MiB; 0 is unlimited. Default 1024.
+    public var diskCacheMegabytes = 1024
+    /// Memory cache of processed images in MiB. Default 256.
+    public var memoryCacheMegabytes = 256
+    /// Encoded responses kept in memory, MiB. Default 64.
+    public var responseCacheMegabytes = 64
+
+    /// Makes the defaults.
+    public init() {}
+
+    /// Whether URLs are checked against the keys.
+    public var isSigned: Bool { !keys.isEmpty }
+
+    /// The key/salt pairs, or an error naming the bad one.
+    public func keyPairs() throws(ConfigurationError) -> [URLSigner.KeyPair] {
+        guard keys.count == salts.count else {
+            throw ConfigurationError(message: "\(keys.count) keys but \(salts.count) salts: give one salt per key")
+        }
+        var pairs: [URLSigner.KeyPair] = []
+        for (index, key) in keys.enumerated() {
+            guard let pair = URLSigner.KeyPair(hexKey: key, hexSalt: salts[index]) else {
+                throw ConfigurationError(message: "key/salt pair \(index + 1) is not hex")
+            }
+            pairs.append(pair)
+        }
+        return pairs
+    }
+
+    /// Checks the settings that cannot work together.
+    public func validate() throws(ConfigurationError) {
+        _ = try keyPairs()
+        if !isSigned && !insecure {
+            throw ConfigurationError(message: "no signing key: set HALCYON_KEY and HALCYON_SALT, or pass --insecure to serve unsigned URLs")
+        }
+        if isSigned && insecure {
+            throw ConfigurationError(message: "insecure mode is only allowed when no key is set")
+        }
+        guard maxInFlight > 0, maxQueue >= 0, maxResultDimension > 0, maxSourceBytes > 0, maxSourceMegapixels > 0, maxFrames > 0 else {
+            throw ConfigurationError(message: "limits must be positive")
+        }
+        guard (0...65535).contains(port), metricsPort.map({ (0...65535).contains($0) }) ?? true else {
+            throw ConfigurationError(message: "ports must be in 0...65535")
+        }
+    }
+
+    /// A configuration error.
+    public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+        /// What is wrong.
+        public let message: String
+        /// The message.
+        public var description: String { message }
+    }
+
+    // MARK: - Loading
+
+    /// Reads the file (JSON with these property names, any subset), then the environment over it.
+    public static func load(file: String?, environment: [String: String]) throws(ConfigurationError) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        if let file {
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: file))
+                configuration = try JSONDecoder().decode(PartialConfiguration.self, from: data).applied(to: configuration)
+            } catch {
+                throw ConfigurationError(message: "cannot read config file \(file): \(error)")
+            }
+        }
+        try configuration.apply(environment: environment)
+        return configuration
+    }
+
+    /// Applies `HALCYON_*` variables.
+    public mutating func apply(environment env: [String: String]) throws(ConfigurationError) {
+        func int(_ name: String) throws(ConfigurationError) -> Int? {
+            guard let text = env[name] else { return nil }
+            guard let value = Int(text) else { throw ConfigurationError(message: "\(name) must be a whole number") }
+            return value
+        }
+        func double(_ name: String) throws(ConfigurationError) -> Double? {
+            guard let text = env[name] else { return nil }
+            guard let value = Double(text) else { throw ConfigurationError(message: "\(name) must be a number") }
+            return value
+        }
+        func bool(_ name: String) -> Bool? { env[name].map { ["1", "true", "yes", "on"].contains($0.lowercased()) } }
+        func list(_ name: String) -> [String]? {
+            env[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
+        }
+        if let v = env["HALCYON_HOST"] { host = v }
+        if let v = try int("HALCYON_PORT") { port = v }
+        if let v = try int("HALCYON_METRICS_PORT") { metricsPort = v }
+        if let v = list("HALCYON_KEY") { keys = v }
+        if let v = list("HALCYON_SALT") { salts = v }
+        if let v = bool("HALCYON_INSECURE") { insecure = v }
+        if let v = env["HALCYON_LOCAL_ROOT"] { localRoot = v }
+        if let v = list("HALCYON_ALLOWED_SOURCES") { allowedSources = v }
+        if let v = bool("HALCYON_ALLOW_LOOPBACK") { allowLoopback = v }
+        if let v = bool("HALCYON_ALLOW_PRIVATE") { allowPrivate = v }
+        if let v = try int("HALCYON_MAX_REDIRECTS") { maxRedirects = v }
+        if let v = try int("HALCYON_MAX_SOURCE_BYTES") { maxSourceBytes = v }
+        if let v = try double("HALCYON_MAX_SOURCE_MEGAPIXELS") { maxSourceMegapixels = v }
+        if let v = try int("HALCYON_MAX_FRAMES") { maxFrames = v }
+        if let v = try int("HALCYON_MAX_RESULT_DIMENSION") { maxResultDimension = v }
+        if let v = try double("HALCYON_DOWNLOAD_TIMEOUT") { downloadTimeout = v }
+        if let v = try double("HALCYON_REQUEST_TIMEOUT") { requestTimeout = v }
+        if let v = try int("HALCYON_MAX_IN_FLIGHT") { maxInFlight = v }
+        if let v = try int("HALCYON_MAX_QUEUE") { maxQueue = v }
+        if let v = try int("HALCYON_CACHE_MAX_AGE") { cacheMaxAge = v }
+        if let v = env["HALCYON_CACHE_DIR"] { cacheDirectory = v }
+        if let v = try int("HALCYON_DISK_CACHE_MB") { diskCacheMegabytes = v }
+        if let v = try int("HALCYON_MEMORY_CACHE_MB") { memoryCacheMegabytes = v }
+        if let v = try int("HALCYON_RESPONSE_CACHE_MB") { responseCacheMegabytes = v }
+    }
+
+    /// The effective values as sorted JSON, keys and salts masked.
+    public func printable() -> String {
+        var shown = self
+        shown.keys = keys.map { _ in "<redacted>" }
+        shown.salts = salts.map { _ in "<redacted>" }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(shown) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A config file: every field optional.
+private struct PartialConfiguration: Decodable {
+    var host: String?
+    var port: Int?
+    var metricsPort: Int?
+    var keys: [String]?
+    var salts: [String]?
+    var insecure: Bool?
+    var localRoot: String?
+    var allowedSources: [String]?
+    var allowLoopback: Bool?
+    var allowPrivate: Bool?
+    var maxRedirects: Int?
+    var maxSourceBytes: Int?
+    var maxSourceMegapixels: Double?
+    var maxFrames: Int?
+    var maxResultDimension: Int?
+    var downloadTimeout: Double?
+    var requestTimeout: Double?
+    var maxInFlight: Int?
+    var maxQueue: Int?
+    var cacheMaxAge: Int?
+    var cacheDirectory: String?
+    var diskCacheMegabytes: Int?
+    var memoryCacheMegabytes: Int?
+    var responseCacheMegabytes: Int?
+
+    func applied(to base: ServerConfiguration) -> ServerConfiguration {
+        var c = base
+        if let host { c.host = host }
+        if let port { c.port = port }
+        if let metricsPort { c.metricsPort = metricsPort }
+        if let keys { c.keys = keys }
+        if let salts { c.salts = salts }
+        if let insecure { c.insecure = insecure }
+        if let localRoot { c.localRoot = localRoot }
+        if let allowedSources { c.allowedSources = allowedSources }
+        if let allowLoopback { c.allowLoopback = allowLoopback }
+        if let allowPrivate { c.allowPrivate = allowPrivate }
+        if let maxRedirects { c.maxRedirects = maxRedirects }
+        if let maxSourceBytes { c.maxSourceBytes = maxSourceBytes }
+        if let maxSourceMegapixels { c.maxSourceMegapixels = maxSourceMegapixels }
+        if let maxFrames { c.maxFrames = maxFrames }
+        if let maxResultDimension { c.maxResultDimension = maxResultDimension }
+        if let downloadTimeout { c.downloadTimeout = downloadTimeout }
+        if let requestTimeout { c.requestTimeout = requestTimeout }
+        if let maxInFlight { c.maxInFlight = maxInFlight }
+        if let maxQueue { c.maxQueue = maxQueue }
+        if let cacheMaxAge { c.cacheMaxAge = cacheMaxAge }
+        if let cacheDirectory { c.cacheDirectory = cacheDirectory }
+        if let diskCacheMegabytes { c.diskCacheMegabytes = diskCacheMegabytes }
+        if let memoryCacheMegabytes { c.memoryCacheMegabytes = memoryCacheMegabytes }
+        if let responseCacheMegabytes { c.responseCacheMegabytes = responseCacheMegabytes }
+        return c
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import Foundation
+import HalcyonServer
+
+/// `halcyon serve`: runs the HTTP image service until SIGTERM or SIGINT.
+///
+/// Settings come from the defaults, then `--config` (JSON), then `HALCYON_*`
+/// environment variables, then these flags; `--print-config` shows the result.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve signed image URLs over HTTP (imgproxy-style).",
+        discussion: """
+            URLs: /{signature}/{options}/{base64url(source)}[.ext] or /{signature}/{options}/plain/{source}[@ext]. \
+            Keys: HALCYON_KEY / HALCYON_SALT (hex, comma-separated for rotation). Without a key, --insecure serves \
+            unsigned URLs. Every setting has a HALCYON_* variable (e.g. HALCYON_MAX_IN_FLIGHT).
+            """
+    )
+
+    @Option(help: "A JSON config file (keys as printed by --print-config).") var config: String?
+    @Option(help: "Address to bind.") var host: String?
+    @Option(help: "Port to bind (0: any free port).") var port: Int?
+    @Option(help: "Serve /metrics on this port instead of the main one.") var metricsPort: Int?
+    @Option(help: "Root folder for local:// sources.") var localRoot: String?
+    @Option(help: "Allowed source prefix (repeatable).") var allowSource: [String] = []
+    @Flag(help: "Serve unsigned URLs (only when no key is set).") var insecure = false
+    @Flag(help: "Let sources on loopback addresses through the SSRF guard.") var allowLoopback = false
+    @Flag(help: "Let sources on private, link-local and CGNAT addresses through the SSRF guard.") var allowPrivate = false
+    @Option(help: "Most requests processed at once.") var maxInFlight: Int?
+    @Option(help: "Requests that may wait for a slot before 429.") var maxQueue: Int?
+    @Option(help: "Largest source in bytes.") var maxSourceBytes: Int?
+    @Option(help: "Largest source in megapixels.") var maxSourceMegapixels: Double?
+    @Option(help: "Most animation frames.") var maxFrames: Int?
+    @Option(help: "Largest result side in pixels.") var maxResultDimension: Int?
+    @Option(help: "Download idle timeout, seconds.") var downloadTimeout: Double?
+    @Option(help: "Request timeout, seconds.") var requestTimeout: Double?
+    @Option(help: "Disk cache folder.") var cacheDir: String?
+    @Flag(help: "Print the effective configuration and exit.") var printConfig = false
+
+    func run() async throws {
+        var settings: ServerConfiguration
+        do {
+            settings = try ServerConfiguration.load(file: config, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        if let host { settings.host = host }
+        if let port { settings.port = port }
+        if let metricsPort { settings.metricsPort = metricsPort }
+        if let localRoot { settings.localRoot = localRoot }
+        if !allowSource.isEmpty { settings.allowedSources = allowSource }
+        if insecure { settings.insecure = true }
+        if allowLoopback { settings.allowLoopback = true }
+        if allowPrivate { settings.allowPrivate = true }
+        if let maxInFlight { settings.maxInFlight = maxInFlight }
+        if let maxQueue { settings.maxQueue = maxQueue }
+        if let maxSourceBytes { settings.maxSourceBytes = maxSourceBytes }
+        if let maxSourceMegapixels { settings.maxSourceMegapixels = maxSourceMegapixels }
+        if let maxFrames { settings.maxFrames = maxFrames }
+        if let maxResultDimension { settings.maxResultDimension = maxResultDimension }
+        if let downloadTimeout { settings.downloadTimeout = downloadTimeout }
+        if let requestTimeout { settings.requestTimeout = requestTimeout }
+        if let cacheDir { settings.cacheDirectory = cacheDir }
+
+        if printConfig {
+            print(settings.printable())
+            return
+        }
+        do {
+            try settings.validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+        try await ImageServer.runUntilSignalled(configuration: settings)
+    }
+}
