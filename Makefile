@@ -19,15 +19,10 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## run: process the bundled samples through a processor chain into ./halcyon-out/.
+## run: the whole path on embedded defaults: process Samples/, serve them on loopback, prefetch,
+##      fetch through a processor chain (network, memory, then disk hits), cache info; see scripts/demo.sh.
 run: build
-	@echo "==> halcyon $$($(SWIFT) build --show-bin-path)/halcyon"
-	@$$($(SWIFT) build --show-bin-path)/halcyon version
-	@echo "==> processing Samples/ with '$(CHAIN)' into ./$(OUT)/"
-	@$$($(SWIFT) build --show-bin-path)/halcyon process Samples $(OUT) -p '$(CHAIN)'
-	@echo "==> converting the animated sample to WebP, every frame kept"
-	@$$($(SWIFT) build --show-bin-path)/halcyon process Samples/spinner.gif $(OUT)/spinner-small.webp -p 'downsample(120)|>tint(#1d355740)'
-	@echo "==> done: $$(ls $(OUT) | wc -l) files in ./$(OUT)/"
+	@HALCYON_BIN="$$($(SWIFT) build --show-bin-path)/halcyon" OUT='$(OUT)' CHAIN='$(CHAIN)' bash scripts/demo.sh
 
 ## test: the whole test suite, one test at a time (timing-sensitive network tests stay honest on 2 cores).
 test: deps
