@@ -39,8 +39,11 @@ trap stop_server EXIT
 
 PORT=""
 for _ in $(seq 1 150); do
-    PORT=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\).*/\1/p' "$LOG" | head -n 1)
-    [ -n "$PORT" ] && break
+    # `read` skips a last line still being written, so a half-written port is never taken.
+    while IFS= read -r line; do
+        case "$line" in *"[HalcyonServer] listening on "*) PORT="${line##*:}" ;; esac
+    done < "$LOG"
+    case "$PORT" in ''|*[!0-9]*) PORT="" ;; *) break ;; esac
     kill -0 "$SERVER" 2>/dev/null || { cat "$LOG"; echo "halcyon serve exited early" >&2; exit 1; }
     sleep 0.2
 done

@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
 import Testing
 @testable import Halcyon
 
@@ -192,4 +194,71 @@ struct CLITests {
         #expect(bad.exitCode == 64)
         #expect(bad.stderr.contains("character 16") && bad.stderr.contains("unknown step \"sparkle\""))
     }
+}
+
+@Suite("halcyon serve from the command line")
+struct CLIServeTests {
+    @Test("--print-config shows the effective values; no key and no --insecure is refused")
+    func printConfig() async throws {
+        let scratch = CLIScratch()
+        defer { scratch.remove() }
+        let printed = try await CLIRun.run(["serve", "--insecure", "--port", "0", "--max-in-flight", "3", "--print-config"], cacheHome: scratch.cache)
+        #expect(printed.exitCode == 0, "\(printed.stderr)")
+        let config = try printed.json()
+        #expect(config["insecure"] as? Bool == true)
+        #expect(config["maxInFlight"] as? Int == 3)
+        let refused = try await CLIRun.run(["serve", "--port", "0"], cacheHome: scratch.cache)
+        #expect(refused.exitCode != 0)
+        #expect(refused.stderr.contains("HALCYON_KEY"), "\(refused.stderr)")
+    }
+
+    @Test("starts on a free port, answers /health and an image, stops cleanly on SIGTERM")
+    func startAndStop() async throws {
+        let scratch = CLIScratch()
+        defer { scratch.remove() }
+        try FileManager.default.createDirectory(at: scratch.root, withIntermediateDirectories: true)
+        try TestImages.encodedGradient(.png(), width: 40, height: 20).write(to: scratch.root.appendingPathComponent("a.png"))
+        let binary = try #require(CLIRun.executable())
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--insecure", "--host", "127.0.0.1", "--port", "0", "--local-root", scratch.root.path,
+                             "--cache-dir", scratch.cache.path]
+        let log = scratch.root.appendingPathComponent("serve.log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var port: Int?
+        for _ in 0..<150 where port == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            // Only a whole line counts: the log may be read while a line is half written.
+            if let range = text.range(of: #"listening on [^ ]*:(\d+)\n"#, options: .regularExpression) {
+                port = Int(text[range].dropLast().split(separator: ":").last ?? "")
+            }
+        }
+        let bound = try #require(port, "no 'listening on' line")
+        let logText = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(logText.contains("listening on 127.0.0.1:\(bound)"), "\(logText)")
+        let health = try await httpGet("http://127.0.0.1:\(bound)/health")
+        #expect(String(decoding: health, as: UTF8.self).contains("ok"))
+        let image = try await httpGet("http://127.0.0.1:\(bound)/insecure/rs:fit:20:20/plain/local:///a.png")
+        let decoded = try ImageDecoder.decode(image)
+        #expect(decoded.width == 20 && decoded.height == 10)
+        process.terminate()
+        let exited = await Task.detached { () -> Int32 in
+            process.waitUntilExit()
+            return process.terminationStatus
+        }.value
+        #expect(exited == 0)
+    }
+}
+
+/// The body of a GET on loopback, through AsyncHTTPClient's shared client.
+func httpGet(_ url: String) async throws -> Data {
+    let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
+    let body = try await response.body.collect(upTo: 10 << 20)
+    return Data(buffer: body)
 }
