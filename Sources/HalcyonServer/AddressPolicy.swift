@@ -17,8 +17,26 @@ import Darwin
 public struct AddressPolicy: Sendable, Hashable {
     /// Why an address is not public.
     public enum Class: String, Sendable, Hashable {
-        case loopback, `private`, linkLocal = "link-local", cgnat = "cgnat", unspecified, multicast, broadcast
-        case reserved, ipv4InIPv6 = "ipv4-in-ipv6", `public`
+        /// 127/8, ::1, and their IPv6 embeddings.
+        case loopback
+        /// RFC 1918, IPv6 unique-local and site-local.
+        case `private`
+        /// 169.254/16, fe80::/10.
+        case linkLocal = "link-local"
+        /// Carrier-grade NAT, 100.64/10.
+        case cgnat = "cgnat"
+        /// 0/8, ::.
+        case unspecified
+        /// 224/4, ff00::/8.
+        case multicast
+        /// 255.255.255.255.
+        case broadcast
+        /// Reserved, benchmarking, documentation, or outside IPv6 global unicast.
+        case reserved
+        /// An IPv4 address carried in IPv6 (mapped, compatible, 6to4, NAT64, Teredo).
+        case ipv4InIPv6 = "ipv4-in-ipv6"
+        /// Public unicast: the only class allowed by default.
+        case `public`
     }
 
     /// Let loopback addresses (127/8, ::1) through.

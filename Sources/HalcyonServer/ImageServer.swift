@@ -90,7 +90,6 @@ public final class ImageServer: Service {
             logger: logger)
         var applications: [any Service] = [main]
         if let metricsPort = configuration.metricsPort {
-            let metrics = service.metrics
             applications.append(Application(
                 responder: CallbackResponder<BasicRequestContext> { request, _ in
                     request.uri.path == "/metrics" ? service.metricsResponse()
@@ -100,7 +99,6 @@ public final class ImageServer: Service {
                 configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: metricsPort), serverName: nil),
                 onServerRunning: { [self] channel in ports.withLock { $0.metrics = channel.localAddress?.port } },
                 logger: logger))
-            _ = metrics
         }
         logger.info("halcyon serve on \(configuration.host):\(configuration.port)")
         defer { logger.info("halcyon serve stopped") }

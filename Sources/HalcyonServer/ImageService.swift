@@ -189,7 +189,6 @@ public final class ImageService: Sendable {
         if let processor { items.append(.processor(processor)) }
         let started = ContinuousClock.now
         let result = try await manager.retrieveImage(with: source, options: items)
-        let retrieved = ContinuousClock.now
         let image = result.image
         metrics.cache(Self.cacheName(result.cacheType))
         let downloadSeconds = result.metrics?.totalDuration ?? 0
@@ -213,7 +212,6 @@ public final class ImageService: Sendable {
         }
         let processing = (ContinuousClock.now - started) - .milliseconds(Int64(downloadSeconds * 1000))
         metrics.processing(max(.zero, processing))
-        _ = retrieved
         let digest = SHA256.hash(data: body)
         let etag = "\"" + Data(digest.prefix(16)).hexString + "\""
         return ResponseCache.Entry(body: body, contentType: encoding.format.mimeType, etag: etag, created: Date())
@@ -253,9 +251,9 @@ public final class ImageService: Sendable {
 
     private func errorResponse(_ error: ServerError, extra: HTTPFields = HTTPFields()) -> Response {
         metrics.error(code: error.code)
+        // No Cache-Control on errors: only successes are declared cacheable.
         var headers = extra
         headers[.contentType] = "application/json"
-        headers[.cacheControl] = "no-store"
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
         headers[.xContentTypeOptions] = "nosniff"
         let body = error.body

@@ -19,7 +19,18 @@ public struct ProcessingOptions: Sendable, Hashable {
 
     /// Where a `fill` crop is anchored.
     public enum Gravity: String, Sendable, Hashable {
-        case ce, no, so, ea, we, sm
+        /// Centre.
+        case ce
+        /// North (top).
+        case no
+        /// South (bottom).
+        case so
+        /// East (right).
+        case ea
+        /// West (left).
+        case we
+        /// Smart; falls back to the centre (no saliency detection yet).
+        case sm
 
         /// The unit anchor for ``CroppingImageProcessor``; smart falls back to the centre.
         public var anchor: CGPoint {

@@ -164,9 +164,13 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         var shown = self
         shown.keys = keys.map { _ in "<redacted>" }
         shown.salts = salts.map { _ in "<redacted>" }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(shown) else { return "{}" }
+        guard let encoded = try? JSONEncoder().encode(shown),
+              var object = (try? JSONSerialization.jsonObject(with: encoded)) as? [String: Any] else { return "{}" }
+        // Unset optional values are shown as null rather than left out.
+        for name in ["metricsPort", "localRoot", "cacheDirectory"] where object[name] == nil { object[name] = NSNull() }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
+            return "{}"
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

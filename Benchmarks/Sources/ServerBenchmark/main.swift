@@ -115,30 +115,44 @@ final class ResultBox: @unchecked Sendable {
     func get() -> (Int, Data)? { lock.lock(); defer { lock.unlock() }; return value }
 }
 
-/// Peak RSS (VmHWM) in MiB of a process and all its descendants.
-func peakRSS(of root: Int32) -> Double {
-    var total = 0.0
-    var pending = [root]
+/// A process and all its descendants, from /proc.
+func processTree(_ root: Int32) -> [Int32] {
     let all = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []
-    var parents: [Int32: Int32] = [:]
+    var children: [Int32: [Int32]] = [:]
     for pid in all {
         if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
            let close = stat.lastIndex(of: ")") {
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, let parent = Int32(fields[1]) { parents[pid] = parent }
+            if fields.count > 1, let parent = Int32(fields[1]) { children[parent, default: []].append(pid) }
         }
     }
-    var seen = Set<Int32>()
+    var result: [Int32] = []
+    var pending = [root]
     while let pid = pending.popLast() {
-        guard seen.insert(pid).inserted else { continue }
+        guard !result.contains(pid) else { continue }
+        result.append(pid)
+        pending += children[pid] ?? []
+    }
+    return result
+}
+
+/// Peak RSS (VmHWM) in MiB of a process and all its descendants, summed.
+func peakRSS(of root: Int32) -> Double {
+    var total = 0.0
+    for pid in processTree(root) {
         if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
            let kb = Double(line.split(separator: " ").dropFirst().first ?? "") {
             total += kb / 1024
         }
-        pending += parents.filter { $0.value == pid }.map(\.key)
     }
     return total
+}
+
+/// Sends SIGTERM to a process and its descendants, then waits for it.
+func terminateTree(_ process: Process) {
+    for pid in processTree(process.processIdentifier).reversed() { kill(pid, SIGTERM) }
+    process.waitUntilExit()
 }
 
 struct WrkResult {
@@ -280,8 +294,7 @@ if let nginxPath = which(environment["NGINX"] ?? "nginx") {
     } else {
         print("nginx did not serve the thumbnail; skipped")
     }
-    nginx.terminate()
-    nginx.waitUntilExit()
+    terminateTree(nginx)
 } else {
     print("nginx not found: apt-get install nginx; skipped")
 }
@@ -292,8 +305,9 @@ let halcyonScript = try pathScript((0..<linkCount).map { halcyonPath(String(form
 let halcyonUncached = try wrk(wrkPath, url: halcyonBase, script: halcyonScript)
 let halcyonRSS = peakRSS(of: halcyon.processIdentifier)
 print("halcyon uncached: \(halcyonUncached)")
-halcyon.terminate()
-halcyon.waitUntilExit()
+let halcyonStop = ContinuousClock.now
+terminateTree(halcyon)
+print("halcyon serve stopped on SIGTERM in \(ContinuousClock.now - halcyonStop), exit status \(halcyon.terminationStatus)")
 
 var thumborUncached: WrkResult?
 var thumborRSS = 0.0
@@ -322,8 +336,7 @@ if let thumborPath = which(environment["THUMBOR"] ?? "thumbor") {
     } else {
         print("thumbor did not answer; skipped. log: \((try? String(contentsOf: work.appendingPathComponent("thumbor.log"), encoding: .utf8)) ?? "")")
     }
-    thumbor.terminate()
-    thumbor.waitUntilExit()
+    terminateTree(thumbor)
 } else {
     print("thumbor not found: pip install thumbor; skipped")
 }

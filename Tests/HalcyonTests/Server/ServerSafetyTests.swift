@@ -155,6 +155,18 @@ struct ServerLimitTests {
         #expect(hung.status == 504)
         #expect(hung.errorCode == "request_timeout")
         await fixture.stop()
+
+        let download = try await ServerFixture.start { config in
+            config.downloadTimeout = 0.3
+            config.requestTimeout = 10
+        }
+        defer { Task { await download.stop() } }
+        let started = ContinuousClock.now
+        let idle = try await download.get(download.signedPath("w:10", source: download.source("/hang/d")))
+        #expect(idle.status == 504)
+        #expect(idle.errorCode == "source_timeout")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await download.stop()
     }
 
     @Test("Past max in-flight the server answers 429 at once")
