@@ -10,17 +10,9 @@ import Foundation
 public enum ImageDecoder {
     /// Decodes `data`; runs on the caller's thread.
     public static func decode(_ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()) throws(HalcyonError) -> Image {
-        guard !data.isEmpty else { throw .processorError(reason: .emptyData) }
-        let format = ImageFormat(sniffing: data)
-        guard format != .unknown else { throw .processorError(reason: .unsupportedFormat(.unknown)) }
-        try VipsRuntime.ensureStarted()
-
-        let buffer = EncodedBuffer(copying: data)
-        let allFrames = !options.onlyFirstFrame && format.supportsAnimation
-        let header = try load(buffer, format: format, allFrames: allFrames)
-        let frameHeight = allFrames ? header.pageHeight : header.height
-        let frameCount = allFrames ? max(1, header.height / max(1, frameHeight)) : 1
-        try checkLimits(width: header.width, frameHeight: frameHeight, frameCount: frameCount, options: options)
+        let opened = try open(data, options: options)
+        let (buffer, format, allFrames, header) = (opened.buffer, opened.format, opened.allFrames, opened.header)
+        let (frameHeight, frameCount) = (opened.frameHeight, opened.frameCount)
 
         let delays = header.frameDelaysInMilliseconds.map { TimeInterval($0) / 1000 }
         let loop = header.loopCount
@@ -68,6 +60,24 @@ public enum ImageDecoder {
     public static func probe(
         _ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()
     ) throws(HalcyonError) -> (width: Int, height: Int, frameCount: Int, format: ImageFormat) {
+        let opened = try open(data, options: options)
+        return (opened.header.width, opened.frameHeight, opened.frameCount, opened.format)
+    }
+
+    // MARK: - Steps
+
+    /// Encoded bytes opened for decoding: header read, limits checked, no pixel decoded yet.
+    private struct OpenedData {
+        let buffer: EncodedBuffer
+        let format: ImageFormat
+        let allFrames: Bool
+        let header: VipsImageRef
+        let frameHeight: Int
+        let frameCount: Int
+    }
+
+    /// Sniffs the format, reads the header and checks the pixel and frame limits.
+    private static func open(_ data: Data, options: ImageDecodingOptions) throws(HalcyonError) -> OpenedData {
         guard !data.isEmpty else { throw .processorError(reason: .emptyData) }
         let format = ImageFormat(sniffing: data)
         guard format != .unknown else { throw .processorError(reason: .unsupportedFormat(.unknown)) }
@@ -78,10 +88,9 @@ public enum ImageDecoder {
         let frameHeight = allFrames ? header.pageHeight : header.height
         let frameCount = allFrames ? max(1, header.height / max(1, frameHeight)) : 1
         try checkLimits(width: header.width, frameHeight: frameHeight, frameCount: frameCount, options: options)
-        return (header.width, frameHeight, frameCount, format)
+        return OpenedData(buffer: buffer, format: format, allFrames: allFrames, header: header,
+                          frameHeight: frameHeight, frameCount: frameCount)
     }
-
-    // MARK: - Steps
 
     /// Opens the buffer lazily: libvips reads the header only.
     /// With `sequential`, the image can be read once from top to bottom only.
