@@ -32,12 +32,20 @@ test: deps
 test-asan: deps
 	$(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build/asan --filter 'Image|Processor|Serializer|Decoder'
 
-## bench: release-mode side-by-side benchmarks; writes bench-results.md.
+## bench: release-mode side-by-side benchmarks; writes bench-results.md. Installs the peers it
+##        compares against when missing: vipsthumbnail, curl, wrk, nginx (Debian), thumbor (PyPI).
+BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark DownloadBenchmark MemoryBenchmark ServerBenchmark
 bench: deps
-	@command -v vipsthumbnail >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools
+	@command -v vipsthumbnail >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 \
+		&& command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools curl wrk nginx; }
+	@command -v thumbor >/dev/null 2>&1 || pip install -q thumbor
 	@rm -f bench-results.md
-	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release ThumbnailBenchmark
-	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release DownloadBenchmark
+	cd Benchmarks && $(SWIFT) build -c release
+	@for benchmark in $(BENCHMARKS); do \
+		echo "==> $$benchmark"; \
+		(cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md .build/release/$$benchmark) || exit 1; \
+	done
 	@echo "==> results in bench-results.md"
 
 clean:
