@@ -42,11 +42,9 @@ let work = FileManager.default.temporaryDirectory.appendingPathComponent("halcyo
 
 func which(_ name: String) -> String? {
     if name.contains("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
-    for folder in (environment["PATH"] ?? "/usr/bin:/usr/sbin").split(separator: ":") + ["/usr/sbin", "/sbin"] {
-        let path = "\(folder)/\(name)"
-        if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    return nil
+    let found = (try? run("/bin/sh", ["-c", "PATH=\"$PATH:/usr/sbin:/sbin\" command -v \(name)"]))?
+        .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    return found.hasPrefix("/") ? found : nil
 }
 
 @discardableResult
