@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps build run test test-asan bench clean
+.PHONY: deps build run test test-asan bench bench-server clean
 
 ## deps: install libvips-dev (and pkg-config) when missing.
 deps:
@@ -47,6 +47,11 @@ bench: deps
 		(cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md .build/release/$$benchmark) || exit 1; \
 	done
 	@echo "==> results in bench-results.md"
+
+## bench-server: halcyon serve vs nginx (cached) and thumbor 7 (uncached) under wrk; appends to bench-results.md.
+## Needs wrk and nginx (apt) and thumbor (pip install thumbor; set THUMBOR=/path/to/thumbor if not on PATH).
+bench-server: deps
+	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release ServerBenchmark
 
 clean:
 	rm -rf .build Benchmarks/.build $(OUT) bench-results.md

@@ -145,11 +145,6 @@ public final class ImageService: Sendable {
             case .notFound: throw ServerError(status: 404, code: "source_not_found", message: "no such local file")
             }
         }
-        if case .provider(let provider) = source, let url = provider.contentURL,
-           let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int,
-           size > configuration.maxSourceBytes {
-            throw ServerError(status: 422, code: "source_too_large", message: "the source is larger than \(configuration.maxSourceBytes) bytes")
-        }
 
         // Output format: extension or f:, else Accept, else the source's.
         let explicit = parsed.outputExtension ?? options.format
@@ -160,6 +155,12 @@ public final class ImageService: Sendable {
         if let cached = responses.value(for: responseKey) {
             metrics.cache("response")
             return success(cached, request: request, varyAccept: explicit == nil)
+        }
+
+        if case .provider(let provider) = source, let url = provider.contentURL,
+           let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int,
+           size > configuration.maxSourceBytes {
+            throw ServerError(status: 422, code: "source_too_large", message: "the source is larger than \(configuration.maxSourceBytes) bytes")
         }
 
         guard await limiter.acquire() else {
@@ -214,7 +215,7 @@ public final class ImageService: Sendable {
         metrics.processing(max(.zero, processing))
         let digest = SHA256.hash(data: body)
         let etag = "\"" + Data(digest.prefix(16)).hexString + "\""
-        return ResponseCache.Entry(body: body, contentType: encoding.format.mimeType, etag: etag, created: Date())
+        return ResponseCache.Entry(body: body, contentType: encoding.format.mimeType, etag: etag)
     }
 
     private func withRequestTimeout<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
@@ -236,7 +237,7 @@ public final class ImageService: Sendable {
     private func success(_ entry: ResponseCache.Entry, request: Request, varyAccept: Bool) -> Response {
         var headers = HTTPFields()
         headers[.eTag] = entry.etag
-        headers[.lastModified] = Self.httpDate(entry.created)
+        headers[.lastModified] = entry.lastModified
         headers[.cacheControl] = "public, max-age=\(configuration.cacheMaxAge)"
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
         headers[.xContentTypeOptions] = "nosniff"
@@ -305,13 +306,5 @@ public final class ImageService: Sendable {
         case .disk: return "disk"
         case .none: return "none"
         }
-    }
-
-    static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
     }
 }

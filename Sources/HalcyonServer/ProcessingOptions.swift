@@ -226,7 +226,8 @@ struct ThumbnailStep: Sendable {
             let turned = target(sourceWidth: header.height, sourceHeight: header.width)
             let scale = max(upright.scaleX, upright.scaleY, turned.scaleX, turned.scaleY)
             if scale < 1 {
-                let box = (Double(max(header.width, header.height)) * scale).rounded(.up) + 1
+                // Rounded up, so the shrink never lands below the target (and an exact fit needs no second resize).
+                let box = (Double(max(header.width, header.height)) * scale).rounded(.up)
                 decoding.downsampleSize = CGSize(width: box, height: box)
             }
             image = try ImageDecoder.decode(data, options: decoding)

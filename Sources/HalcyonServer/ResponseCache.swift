@@ -15,6 +15,26 @@ public final class ResponseCache: Sendable {
         public let etag: String
         /// When it was made.
         public let created: Date
+        /// `created` as an HTTP date, for `Last-Modified` (formatted once, not per request).
+        public let lastModified: String
+
+        /// Makes an entry made now.
+        public init(body: Data, contentType: String, etag: String, created: Date = Date()) {
+            self.body = body
+            self.contentType = contentType
+            self.etag = etag
+            self.created = created
+            lastModified = ResponseCache.httpDate(created)
+        }
+    }
+
+    /// An HTTP date (RFC 9110 IMF-fixdate).
+    public static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
     }
 
     private struct State {

@@ -42,11 +42,9 @@ let work = FileManager.default.temporaryDirectory.appendingPathComponent("halcyo
 
 func which(_ name: String) -> String? {
     if name.contains("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
-    for folder in (environment["PATH"] ?? "/usr/bin:/usr/sbin").split(separator: ":") + ["/usr/sbin", "/sbin"] {
-        let path = "\(folder)/\(name)"
-        if FileManager.default.isExecutableFile(atPath: path) { return path }
-    }
-    return nil
+    let found = (try? run("/bin/sh", ["-c", "PATH=\"$PATH:/usr/sbin:/sbin\" command -v \(name)"]))?
+        .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    return found.hasPrefix("/") ? found : nil
 }
 
 @discardableResult
@@ -247,7 +245,6 @@ print("==> halcyon thumbnail: \(thumbInfo.width)×\(thumbInfo.height), \(thumbna
 
 // MARK: - nginx with the same bytes
 
-var rows: [(String, String, Double, String, Double, String)] = []
 let halcyonCached = try wrk(wrkPath, url: halcyonBase + halcyonPath("photo.jpg"))
 print("halcyon cached: \(halcyonCached)")
 
@@ -349,19 +346,18 @@ var table = """
 |---|---|---:|---:|---:|---:|---:|---|
 
 """
-func row(_ run: String, _ server: String, _ result: WrkResult?, ratio: String, rss: Double) {
+func row(_ run: String, _ server: String, _ result: WrkResult?, ratio: String, rss: Double) -> String {
     guard let result else {
-        table += "| \(run) | \(server) | – | – | – | – | – | not run |\n"
-        return
+        return "| \(run) | \(server) | – | – | – | – | – | not run |\n"
     }
-    table += "| \(run) | \(server) | \(format(result.requestsPerSecond)) | \(result.latency) | \(ratio) | \(format(rss)) | \(result.requests) | \(result.errors) |\n"
+    return "| \(run) | \(server) | \(format(result.requestsPerSecond)) | \(result.latency) | \(ratio) | \(format(rss)) | \(result.requests) | \(result.errors) |\n"
 }
 let cachedRatio = nginxCached.map { String(format: "%.2f", halcyonCached.requestsPerSecond / max(0.001, $0.requestsPerSecond)) } ?? "–"
 let uncachedRatio = thumborUncached.map { String(format: "%.2f", halcyonUncached.requestsPerSecond / max(0.001, $0.requestsPerSecond)) } ?? "–"
-row("cached 500 px thumbnail", "halcyon serve", halcyonCached, ratio: cachedRatio, rss: halcyonRSS)
-row("cached 500 px thumbnail", "nginx (same bytes from disk)", nginxCached, ratio: "1.00", rss: nginxRSS)
-row("uncached 4 MP → 500 px", "halcyon serve", halcyonUncached, ratio: uncachedRatio, rss: halcyonRSS)
-row("uncached 4 MP → 500 px", "\(thumborVersion) (file loader, \(cores) processes)", thumborUncached, ratio: "1.00", rss: thumborRSS)
+table += row("cached 500 px thumbnail", "halcyon serve", halcyonCached, ratio: cachedRatio, rss: halcyonRSS)
+table += row("cached 500 px thumbnail", "nginx (same bytes from disk)", nginxCached, ratio: "1.00", rss: nginxRSS)
+table += row("uncached 4 MP → 500 px", "halcyon serve", halcyonUncached, ratio: uncachedRatio, rss: halcyonRSS)
+table += row("uncached 4 MP → 500 px", "\(thumborVersion) (file loader, \(cores) processes)", thumborUncached, ratio: "1.00", rss: thumborRSS)
 let header = """
 
 ## ServerBenchmark — wrk -t\(max(1, min(cores, 2))) -c\(connections) -d\(seconds)s on loopback, \(cores) cores
