@@ -35,6 +35,9 @@ public final class ImageDownloader: Sendable {
 
     private let state: Mutex<State>
     private let resumable = ResumableDataStore()
+
+    /// Whether a partial body of `url` is kept for resuming (tests wait on it: it is stored after the caller was told).
+    func hasResumableData(for url: URL) -> Bool { resumable.contains(url) }
     private let idleMonitor = IdleMonitor()
     private let processingQueue = DispatchQueue(label: "halcyon.downloader.processing", qos: .userInitiated, attributes: .concurrent)
 
