@@ -30,7 +30,7 @@ test: deps
 
 ## test-asan: the image engine tests under AddressSanitizer (separate build folder).
 test-asan: deps
-	$(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build/asan --filter 'Image|Processor|Serializer|Decoder'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build/asan --filter 'ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests'
 
 ## bench: release-mode side-by-side benchmarks; writes bench-results.md. Installs the peers it
 ##        compares against when missing: vipsthumbnail, curl, wrk, nginx (Debian), thumbor (PyPI).
