@@ -161,12 +161,7 @@ struct HalcyonOptionsTests {
         }
         #expect(await fixture.server.wait { fixture.server.hits("/hang/primary") == 1 })
         task.cancel()
-        do {
-            _ = try await task.value
-            Issue.record("a cancelled retrieval returned an image")
-        } catch let error as HalcyonError {
-            #expect(error.isTaskCancelled, "\(error)")
-        }
+        await expectCancelled(task)
         try await Task.sleep(for: .milliseconds(100))
         #expect(fixture.server.hits("/image/after-cancel") == 0)
     }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import Testing
 @testable import Halcyon
 
 /// A manager on its own cache folder, downloader and loopback server, for one test.
@@ -95,5 +96,17 @@ func awaitResult(
 ) async -> Result<RetrieveImageResult, HalcyonError> {
     await withCheckedContinuation { continuation in
         start { continuation.resume(returning: $0) }
+    }
+}
+
+/// Expects a cancelled retrieval task to end with `requestError(.taskCancelled)`, not an image.
+func expectCancelled(_ task: Task<RetrieveImageResult, any Error>) async {
+    do {
+        _ = try await task.value
+        Issue.record("a cancelled retrieval returned an image")
+    } catch let error as HalcyonError {
+        #expect(error.isTaskCancelled, "\(error)")
+    } catch {
+        Issue.record("a cancelled retrieval threw \(error), not a HalcyonError")
     }
 }
