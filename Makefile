@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps build run test test-asan bench bench-server clean
+.PHONY: deps build run test test-asan test-tsan check bench bench-server clean
 
 ## deps: install libvips-dev (and pkg-config) when missing.
 deps:
@@ -28,9 +28,19 @@ run: build
 test: deps
 	$(SWIFT) test --no-parallel
 
-## test-asan: the image engine tests under AddressSanitizer (separate build folder).
+## test-asan: the image engine and cache tests under AddressSanitizer + LeakSanitizer (own build folder).
+ASAN_SUITES := ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests
 test-asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test --disable-xctest --sanitize=address --scratch-path .build/asan --filter 'ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test --disable-xctest --no-parallel --sanitize=address --scratch-path .build/asan --filter '$(ASAN_SUITES)'
+
+## test-tsan: the downloader, cache, manager, prefetcher and view-target tests (with the 1000-caller
+##            stress test) under ThreadSanitizer (own build folder). Any report fails the run.
+TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests
+test-tsan: deps
+	TSAN_OPTIONS=halt_on_error=0 $(SWIFT) test --disable-xctest --no-parallel --sanitize=thread --scratch-path .build/tsan --filter '$(TSAN_SUITES)'
+
+## check: what CI runs after `make test`: both sanitizer runs.
+check: test test-asan test-tsan
 
 ## bench: release-mode side-by-side benchmarks; writes bench-results.md. Installs the peers it
 ##        compares against when missing: vipsthumbnail, curl, wrk, nginx (Debian), thumbor (PyPI).

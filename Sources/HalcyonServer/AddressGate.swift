@@ -3,7 +3,6 @@ import Foundation
 import Halcyon
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// The SSRF guard on the connection: resolves each hop's host itself,
 /// classifies every address with an ``AddressPolicy``, and connects to exactly
@@ -17,7 +16,7 @@ public final class AddressGate: ImageDownloaderConnectionGate {
     public let policy: AddressPolicy
     private let timeout: TimeInterval
     private let resolver: @Sendable (String) -> [IPAddress]
-    private let clients = Mutex<[String: HTTPClient]>([:])
+    private let clients = Locked<[String: HTTPClient]>([:])
     private let capacity = 64
     private static let resolveQueue = DispatchQueue(label: "halcyon.server.resolve", attributes: .concurrent)
 

@@ -4,7 +4,6 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
-import Synchronization
 
 /// The image service as a swift-service-lifecycle `Service`: the HTTP server
 /// (and the metrics server on its own port when configured), the manager with
@@ -23,7 +22,7 @@ public final class ImageServer: Service {
     private let downloader: ImageDownloader
     private let logger: Logger
     private let ownedCacheFolder: URL?
-    private let ports = Mutex<(main: Int?, metrics: Int?)>((nil, nil))
+    private let ports = Locked<(main: Int?, metrics: Int?)>((nil, nil))
 
     /// Builds everything; throws on an invalid configuration.
     public init(configuration: ServerConfiguration, logger: Logger) throws {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Halcyon
 
 /// Bounds the requests processed at once: up to `limit` run, up to `queue`
 /// wait (first come, first served), the rest are refused at once (429).
@@ -15,7 +15,7 @@ public final class InFlightLimiter: Sendable {
     public let limit: Int
     /// Most waiting.
     public let queue: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Makes a limiter.
     public init(limit: Int, queue: Int) {

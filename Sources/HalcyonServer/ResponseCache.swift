@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Halcyon
 
 /// Encoded responses kept in memory, so a repeated request costs a lookup,
 /// not an encode. Least-recently-used entries go first past the byte limit;
@@ -43,7 +43,7 @@ public final class ResponseCache: Sendable {
         var tick: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let limit: Int
     private let lifetime: TimeInterval
 

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import Halcyon
-import Synchronization
 
 /// `halcyon prefetch`: load many images into the cache with a progress bar.
 struct PrefetchCommand: AsyncParsableCommand {
@@ -70,7 +69,7 @@ struct PrefetchCommand: AsyncParsableCommand {
         let started = ContinuousClock.now
         let showBar = !noProgress && !global.json && isatty(STDERR_FILENO) == 1
         let bar = showBar ? ProgressBar(total: sources.count) : nil
-        let tally = Mutex(Tally())
+        let tally = Locked(Tally())
         let json = global.json
         let prefetcher = ImagePrefetcher(sources: sources, options: [.processor(processor), .waitForCache], manager: manager)
         prefetcher.maxConcurrentDownloads = concurrency

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Halcyon
 
 /// A one-line progress bar redrawn in place on a terminal: items, bytes, rate and ETA.
 ///
@@ -14,7 +14,7 @@ final class ProgressBar: Sendable {
 
     private let total: Int
     private let started = ContinuousClock.now
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let width = 28
 
     init(total: Int) {

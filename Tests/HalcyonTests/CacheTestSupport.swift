@@ -1,13 +1,12 @@
 import Foundation
-import Synchronization
 @testable import Halcyon
 
 /// A clock tests move by hand, so expiration needs no sleeping.
 final class TestClock: Sendable {
-    private let current: Mutex<Date>
+    private let current: Locked<Date>
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) {
-        current = Mutex(start)
+        current = Locked(start)
     }
 
     var now: Date { current.withLock { $0 } }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Halcyon
 
@@ -199,7 +198,7 @@ struct ConformanceTests {
         let failing = Self.failures.map(\.file)
         #expect(files.allSatisfy(failing.contains), "the manifest no longer lists these as corrupt")
         let inputs = try files.map(Self.bytes)
-        let decoded = Mutex<[String]>([])
+        let decoded = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 480) { index in
             let which = index % inputs.count
             let options = index % 2 == 0 ? ImageDecodingOptions() : ImageDecodingOptions(downsampleSize: CGSize(width: 8, height: 8))

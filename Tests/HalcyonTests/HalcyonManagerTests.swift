@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Halcyon
 
@@ -81,7 +80,7 @@ struct HalcyonManagerFlowTests {
             fixture.manager.retrieveImage(with: url, completionHandler: done)
         }
         #expect(try first.get().cacheType == .none)
-        let delivered = Mutex(false)
+        let delivered = Locked(false)
         let task = fixture.manager.retrieveImage(with: url) { result in
             if case .success(let value) = result, value.cacheType == .memory { delivered.withLock { $0 = true } }
         }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Halcyon
 
@@ -224,7 +223,7 @@ struct HalcyonOptionsTests {
         let queue = DispatchQueue(label: "test.processing")
         let key = DispatchSpecificKey<String>()
         queue.setSpecific(key: key, value: "mine")
-        let seen = Mutex<String?>(nil)
+        let seen = Locked<String?>(nil)
         let processor = GeneralProcessor(identifier: "test.queue") { item, options throws(HalcyonError) in
             seen.withLock { $0 = DispatchQueue.getSpecific(key: key) }
             return try DefaultImageProcessor.default.process(item: item, options: options)
@@ -312,13 +311,13 @@ struct HalcyonOptionsTests {
         let url = fixture.url("/image/sync-disk")
         _ = try await fixture.manager.retrieveImage(with: url, options: [.waitForCache])
         fixture.cache.clearMemoryCache()
-        let delivered = Mutex<CacheType?>(nil)
+        let delivered = Locked<CacheType?>(nil)
         fixture.manager.retrieveImage(with: url, options: [.loadDiskFileSynchronously]) { result in
             delivered.withLock { $0 = try? result.get().cacheType }
         }
         #expect(delivered.withLock { $0 } == .disk)
         fixture.cache.clearMemoryCache()
-        let asynchronous = Mutex<CacheType?>(nil)
+        let asynchronous = Locked<CacheType?>(nil)
         let task = fixture.manager.retrieveImage(with: url) { result in
             asynchronous.withLock { $0 = try? result.get().cacheType }
         }
@@ -393,7 +392,7 @@ struct HalcyonOptionsTests {
         let queue = DispatchQueue(label: "test.callback")
         let key = DispatchSpecificKey<String>()
         queue.setSpecific(key: key, value: "callback")
-        let seen = Mutex<String?>(nil)
+        let seen = Locked<String?>(nil)
         _ = await awaitResult { done in
             fixture.manager.retrieveImage(with: fixture.url("/image/callback"), options: [.callbackQueue(.dispatch(queue))]) { result in
                 seen.withLock { $0 = DispatchQueue.getSpecific(key: key) }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Halcyon
 
@@ -15,7 +14,7 @@ private struct TagProcessor: ImageProcessor {
 /// A serializer that records whether it decoded on a marked queue.
 private final class RecordingSerializer: CacheSerializer, Sendable {
     static let marker = DispatchSpecificKey<Bool>()
-    private let decodedOnMarkedQueue = Mutex<[Bool]>([])
+    private let decodedOnMarkedQueue = Locked<[Bool]>([])
 
     var decodes: [Bool] { decodedOnMarkedQueue.withLock { $0 } }
 

@@ -1,6 +1,5 @@
 import Foundation
 @testable import Halcyon
-import Synchronization
 import Testing
 
 /// Behaviour of ``ImageDownloader`` against a real loopback server.
@@ -82,7 +81,7 @@ import Testing
             let queue = DispatchQueue(label: "callbacks")
             let key = DispatchSpecificKey<Int>()
             queue.setSpecific(key: key, value: 7)
-            let onQueue = Mutex(false)
+            let onQueue = Locked(false)
             let calls = CallCounter()
             let box = ResultBox()
             let task = downloader.downloadImage(with: server.url("/image/queue"), options: DownloadOptions(callbackQueue: .dispatch(queue))) { result in
@@ -125,7 +124,7 @@ import Testing
     @Test func downloadDataWithACompletionHandlerSharesTheRequest() async throws {
         try await withServer { server, downloader in
             let target = "/slow/data?delay=30&chunks=2"
-            let dataResult = Mutex<Result<ImageDataLoadingResult, HalcyonError>?>(nil)
+            let dataResult = Locked<Result<ImageDataLoadingResult, HalcyonError>?>(nil)
             let task = downloader.downloadData(with: server.url(target)) { result in dataResult.withLock { $0 = result } }
             let image = try await downloader.downloadImage(with: server.url(target))
             #expect(task != nil)
@@ -172,7 +171,7 @@ import Testing
 
     @Test func decodesOncePerProcessorAndFansOut() async throws {
         try await withServer { server, downloader in
-            let counts = Mutex([String: Int]())
+            let counts = Locked([String: Int]())
             func processor(_ name: String) -> any ImageProcessor {
                 GeneralProcessor(identifier: name) { item, options throws(HalcyonError) in
                     counts.withLock { $0[name, default: 0] += 1 }
@@ -495,7 +494,7 @@ import Testing
 
     @Test func progressIsReportedWhileStreaming() async throws {
         try await withServer { server, downloader in
-            let progress = Mutex([(Int64, Int64)]())
+            let progress = Locked([(Int64, Int64)]())
             var options = DownloadOptions()
             options.progressBlock = { received, total in progress.withLock { $0.append((received, total)) } }
             _ = try await downloader.downloadImage(with: server.url("/slow/progress?delay=10&chunks=4"), options: options)
@@ -780,14 +779,14 @@ import Testing
 
 /// Counts calls from any thread.
 final class CallCounter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
     func increment() { value.withLock { $0 += 1 } }
     var count: Int { value.withLock { $0 } }
 }
 
 /// Holds one result and lets a test await it.
 final class ResultBox: Sendable {
-    private let state = Mutex<(Result<ImageLoadingResult, HalcyonError>?, [CheckedContinuation<Result<ImageLoadingResult, HalcyonError>, Never>])>((nil, []))
+    private let state = Locked<(Result<ImageLoadingResult, HalcyonError>?, [CheckedContinuation<Result<ImageLoadingResult, HalcyonError>, Never>])>((nil, []))
 
     func set(_ result: Result<ImageLoadingResult, HalcyonError>) {
         let waiters = state.withLock { state in
@@ -819,7 +818,7 @@ final class RecordingDelegate: ImageDownloaderDelegate {
         var validCodes: Range<Int> = 200..<400
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var events: [String] { state.withLock { $0.events } }
     var disposition: ResponseDisposition {

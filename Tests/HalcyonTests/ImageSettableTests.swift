@@ -1,11 +1,10 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import Halcyon
 
 /// An indicator that counts its calls.
 final class CountingIndicator: Indicator {
-    private let counts = Mutex((starts: 0, stops: 0, progress: 0))
+    private let counts = Locked((starts: 0, stops: 0, progress: 0))
     var starts: Int { counts.withLock { $0.starts } }
     var stops: Int { counts.withLock { $0.stops } }
     var progressCalls: Int { counts.withLock { $0.progress } }
@@ -50,8 +49,8 @@ struct ImageSettableTests {
         let fixture = try await ManagerFixture.make()
         defer { Task { await fixture.shutdown() } }
         let target = RecordingTarget()
-        let olderResult = Mutex<Result<RetrieveImageResult, HalcyonError>?>(nil)
-        let firstIdentifierHolder = Mutex<UInt?>(nil)
+        let olderResult = Locked<Result<RetrieveImageResult, HalcyonError>?>(nil)
+        let firstIdentifierHolder = Locked<UInt?>(nil)
         target.hc.setImage(with: fixture.url("/delayed/older?delay=300"), manager: fixture.manager, completionHandler: { result in
             olderResult.withLock { $0 = result }
         })
@@ -131,7 +130,7 @@ struct ImageSettableTests {
         let fixture = try await ManagerFixture.make()
         defer { Task { await fixture.shutdown() } }
         let target = RecordingTarget()
-        let outcome = Mutex<Result<RetrieveImageResult, HalcyonError>?>(nil)
+        let outcome = Locked<Result<RetrieveImageResult, HalcyonError>?>(nil)
         target.hc.setImage(with: fixture.url("/hang/cancel-target"), manager: fixture.manager, completionHandler: { result in
             outcome.withLock { $0 = result }
         })
@@ -163,9 +162,9 @@ struct ImagePrefetcherTests {
         let cachedURL = fixture.url("/image/pre-cached")
         _ = try await fixture.manager.retrieveImage(with: cachedURL)
         let urls = [cachedURL, fixture.url("/image/pre-1"), fixture.url("/image/pre-2"), fixture.url("/status/404")]
-        let progressCalls = Mutex(0)
-        let completion = Mutex<(Int, Int, Int)?>(nil)
-        let completions = Mutex(0)
+        let progressCalls = Locked(0)
+        let completion = Locked<(Int, Int, Int)?>(nil)
+        let completions = Locked(0)
         let prefetcher = ImagePrefetcher(urls: urls, manager: fixture.manager, progressBlock: { _, _, _ in
             progressCalls.withLock { $0 += 1 }
         }, completionHandler: { skipped, failed, completed in
@@ -197,7 +196,7 @@ struct ImagePrefetcherTests {
     func stopBeforeStart() async throws {
         let fixture = try await ManagerFixture.make()
         defer { Task { await fixture.shutdown() } }
-        let completed = Mutex(false)
+        let completed = Locked(false)
         let prefetcher = ImagePrefetcher(urls: [fixture.url("/image/never")], manager: fixture.manager,
                                          completionHandler: { _, _, _ in completed.withLock { $0 = true } })
         prefetcher.stop()
@@ -212,7 +211,7 @@ struct ImagePrefetcherTests {
         let fixture = try await ManagerFixture.make()
         defer { Task { await fixture.shutdown() } }
         let sources = (0..<6).map { Source.network(fixture.url("/hang/stop\($0)")) }
-        let done = Mutex<(Int, Int, Int)?>(nil)
+        let done = Locked<(Int, Int, Int)?>(nil)
         let prefetcher = ImagePrefetcher(sources: sources, manager: fixture.manager, completionHandler: { skipped, failed, completed in
             done.withLock { $0 = (skipped.count, failed.count, completed.count) }
         })

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 @testable import Halcyon
 
@@ -55,7 +54,7 @@ struct ManagerFixture {
 /// A processor that counts its runs and records the thread label it ran on.
 final class CountingProcessor: ImageProcessor {
     let identifier: String
-    private let runs = Mutex(0)
+    private let runs = Locked(0)
     private let delay: TimeInterval
 
     init(identifier: String = "test.counting", delay: TimeInterval = 0) {
@@ -75,7 +74,7 @@ final class CountingProcessor: ImageProcessor {
 /// A headless image target that records what Halcyon set on it.
 final class RecordingTarget: ImageSettable {
     let halcyonState = ImageSettableState()
-    private let record = Mutex<(image: Image?, transitions: [ImageTransition], sets: Int)>((nil, [], 0))
+    private let record = Locked<(image: Image?, transitions: [ImageTransition], sets: Int)>((nil, [], 0))
 
     var image: Image? { record.withLock { $0.image } }
     var transitions: [ImageTransition] { record.withLock { $0.transitions } }

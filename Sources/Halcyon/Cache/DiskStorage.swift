@@ -28,7 +28,7 @@ public enum DiskStorage {
     ///
     /// Every method does blocking file I/O on the caller's thread; call them off
     /// latency-sensitive threads (``ImageCache`` does). Thread-safe: files are
-    /// only ever replaced atomically, and the size bookkeeping is under one `Mutex`.
+    /// only ever replaced atomically, and the size bookkeeping is under one lock.
     public final class Backend: Sendable {
         /// The configuration this storage was made with.
         public let config: Config
@@ -41,7 +41,7 @@ public enum DiskStorage {
 
         /// How many entries this storage has fsynced since it was made (for tests and metrics).
         public var syncedWriteCount: Int { syncedWrites.load(ordering: .relaxed) }
-        private let state = Mutex(SizeState())
+        private let state = Locked(SizeState())
         private let verifiedPayloads = VerifiedPayloads()
 
         /// Size bookkeeping and the background trim, guarded by `state`.

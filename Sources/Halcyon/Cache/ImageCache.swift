@@ -127,11 +127,11 @@ public final class ImageCache: Sendable {
         forcedExtension: String? = nil,
         syncsWrites: Bool? = nil
     ) async throws(HalcyonError) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<CacheStoreResult, Never>) in
+        let result = await awaitDelivery { deliver in
             store(image, original: original, forKey: key, processorIdentifier: identifier, cacheSerializer: serializer,
                   toDisk: toDisk, memoryExpiration: memoryExpiration, diskExpiration: diskExpiration,
                   metadata: metadata, forcedExtension: forcedExtension, syncsWrites: syncsWrites,
-                  callbackQueue: nil) { continuation.resume(returning: $0) }
+                  callbackQueue: nil) { deliver($0) }
         }
         try result.diskCacheResult.get()
     }
@@ -180,10 +180,10 @@ public final class ImageCache: Sendable {
         forcedExtension: String? = nil,
         syncsWrites: Bool? = nil
     ) async throws(HalcyonError) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<CacheStoreResult, Never>) in
+        let result = await awaitDelivery { deliver in
             storeToDisk(data, forKey: key, processorIdentifier: identifier, expiration: expiration,
                         metadata: metadata, forcedExtension: forcedExtension, syncsWrites: syncsWrites,
-                        callbackQueue: nil) { continuation.resume(returning: $0) }
+                        callbackQueue: nil) { deliver($0) }
         }
         try result.diskCacheResult.get()
     }
@@ -265,10 +265,10 @@ public final class ImageCache: Sendable {
         if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
             return .memory(image)
         }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ImageCacheResult, HalcyonError>, Never>) in
+        let result = await awaitDelivery { deliver in
             retrieveImage(forKey: key, options: options, memoryExpiration: memoryExpiration,
                           memoryExpirationExtending: memoryExpirationExtending,
-                          diskExpirationExtending: diskExpirationExtending) { continuation.resume(returning: $0) }
+                          diskExpirationExtending: diskExpirationExtending) { deliver($0) }
         }
         return try result.get()
     }
@@ -317,9 +317,9 @@ public final class ImageCache: Sendable {
         options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
         extendingExpiration: ExpirationExtending = .cacheTime
     ) async throws(HalcyonError) -> Image? {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Image?, HalcyonError>, Never>) in
+        let result = await awaitDelivery { deliver in
             retrieveImageInDiskCache(forKey: key, options: options, extendingExpiration: extendingExpiration) {
-                continuation.resume(returning: $0)
+                deliver($0)
             }
         }
         return try result.get()
@@ -467,9 +467,9 @@ public final class ImageCache: Sendable {
         fromMemory: Bool = true,
         fromDisk: Bool = true
     ) async throws(HalcyonError) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, HalcyonError>, Never>) in
+        let result = await awaitDelivery { deliver in
             removeImage(forKey: key, processorIdentifier: identifier, fromMemory: fromMemory, fromDisk: fromDisk) {
-                continuation.resume(returning: $0)
+                deliver($0)
             }
         }
         try result.get()
@@ -498,8 +498,8 @@ public final class ImageCache: Sendable {
     ///
     /// Throws `.cacheError(.cannotRemoveFile)` for a file that cannot be deleted.
     public func clearDiskCache() async throws(HalcyonError) {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, HalcyonError>, Never>) in
-            clearDiskCache(callbackQueue: nil) { continuation.resume(returning: $0) }
+        let result = await awaitDelivery { deliver in
+            clearDiskCache(callbackQueue: nil) { deliver($0) }
         }
         try result.get()
     }
@@ -526,8 +526,8 @@ public final class ImageCache: Sendable {
     // MARK: - Queues
 
     private func onQueue<T: Sendable>(_ queue: DispatchQueue, _ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: work()) }
+        await awaitDelivery { deliver in
+            queue.async { deliver(work()) }
         }
     }
 

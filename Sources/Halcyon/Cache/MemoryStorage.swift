@@ -1,11 +1,10 @@
 import Foundation
-import Synchronization
 
 /// Namespace of the in-memory cache layer, in Kingfisher's `MemoryStorage` shape.
 public enum MemoryStorage {
     /// An LRU cache of values in memory, bounded by total cost and by count.
     ///
-    /// All members are thread-safe: one `Mutex` guards the whole state. A hit is
+    /// All members are thread-safe: one lock guards the whole state. A hit is
     /// a dictionary lookup plus relinking two list nodes held in one array, so
     /// it is O(1) and allocates nothing. Each value carries its own
     /// ``StorageExpiration``; an expired value is never returned and is removed
@@ -13,8 +12,8 @@ public enum MemoryStorage {
     /// The clean runs on a detached task, needs no run loop, holds the storage
     /// only weakly and stops when the storage is released.
     public final class Backend<T: CacheCostCalculable & Sendable>: Sendable {
-        @usableFromInline let state: Mutex<LRUState<T>>
-        private let cleanTask: Mutex<Task<Void, Never>?> = Mutex(nil)
+        @usableFromInline let state: Locked<LRUState<T>>
+        private let cleanTask: Locked<Task<Void, Never>?> = Locked(nil)
         @usableFromInline let clock: CacheClock
 
         /// The limits and defaults in use; setting it evicts at once down to the new limits.
@@ -27,7 +26,7 @@ public enum MemoryStorage {
         ///
         /// `clock` gives "now" for expiration; inject one in tests.
         public init(config: Config, clock: CacheClock = .system) {
-            self.state = Mutex(LRUState(config: config))
+            self.state = Locked(LRUState(config: config))
             self.clock = clock
             let interval = config.cleanInterval
             guard interval > 0, interval.isFinite else { return }

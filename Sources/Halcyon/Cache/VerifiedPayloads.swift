@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Remembers which entry files this process has already checksummed, so hits skip re-hashing unchanged files.
 ///
@@ -9,7 +8,7 @@ import Synchronization
 /// gap is a same-size in-place overwrite within the same timestamp tick (a few
 /// milliseconds on Linux) as the previous change; `DiskStorage.Config.verifiesPayloadOnEveryRead`
 /// closes it at the cost of hashing every hit. Bounded: forgets everything
-/// past `capacity` entries. One `Mutex` guards the set.
+/// past `capacity` entries. One lock guards the set.
 final class VerifiedPayloads: Sendable {
     struct Identity: Hashable {
         var device: UInt64
@@ -30,7 +29,7 @@ final class VerifiedPayloads: Sendable {
     }
 
     private let capacity: Int
-    private let identities = Mutex<Set<Identity>>([])
+    private let identities = Locked<Set<Identity>>([])
 
     init(capacity: Int = 4_096) {
         self.capacity = capacity

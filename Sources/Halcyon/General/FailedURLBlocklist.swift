@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// URLs that failed for good, so they are not fetched again and again.
 ///
@@ -9,7 +8,7 @@ import Synchronization
 /// is given or the entry is removed. Transient failures (timeouts, refused
 /// connections, 5xx, cancellation) are never added. Thread-safe.
 public final class FailedURLBlocklist: Sendable {
-    private let urls = Mutex<Set<URL>>([])
+    private let urls = Locked<Set<URL>>([])
 
     /// Makes an empty blocklist.
     public init() {}

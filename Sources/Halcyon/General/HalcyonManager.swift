@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Retrieves images: memory cache, then disk cache, then the network or a
 /// provider, then processing, then the caches again.
@@ -24,16 +23,23 @@ public final class HalcyonManager: Sendable {
         var isLowDataMode = false
     }
 
-    private let settings: Mutex<Settings>
+    private let settings: Locked<Settings>
     private let processingCoalescer = TaskCoalescer<Image>()
+    private let loadCoalescer = TaskCoalescer<LoadedImage>()
     private let processingQueue = DispatchQueue(label: "halcyon.manager.processing", qos: .userInitiated, attributes: .concurrent)
 
     /// URLs that failed for good; see ``FailedURLBlocklist``.
     public let failedURLs = FailedURLBlocklist()
 
+    /// How many processing jobs are running or shared with waiting callers (0 when the manager is idle).
+    var processingInFlightCount: Int { processingCoalescer.inFlightCount }
+
+    /// How many shared network loads (download, process, store) are running (0 when the manager is idle).
+    var loadsInFlightCount: Int { loadCoalescer.inFlightCount }
+
     /// Makes a manager on a downloader and a cache.
     public init(downloader: ImageDownloader, cache: ImageCache) {
-        settings = Mutex(Settings(downloader: downloader, cache: cache))
+        settings = Locked(Settings(downloader: downloader, cache: cache))
     }
 
     // MARK: - Settings
@@ -222,14 +228,74 @@ public final class HalcyonManager: Sendable {
         if options.onlyFromCache {
             throw .cacheError(reason: .imageNotExisting(key: key))
         }
+        let loaded: LoadedImage
+        if case .network(let resource) = source, let sharingKey = loadSharingKey(context, progressBlock: progressBlock) {
+            loaded = try await sharedLoad(resource.downloadURL, sharingKey: sharingKey, context: context)
+        } else {
+            loaded = try await load(context, progressBlock: progressBlock)
+        }
+        return context.result(loaded.image, cacheType: loaded.cacheType, data: loaded.data, metrics: loaded.metrics)
+    }
+
+    /// An image loaded from its source (or revalidated), processed and stored; not yet modified for its caller.
+    private struct LoadedImage: Sendable {
+        let image: Image
+        let cacheType: CacheType
+        let data: Data?
+        let metrics: NetworkMetrics?
+    }
+
+    /// The key under which callers share a whole network load, or nil when this caller must load alone.
+    ///
+    /// Loads are shared by the processed cache key, the caches, the downloader
+    /// and whether the caller skips the cache (`forceRefresh`, `refreshCached`). A caller with a progress block, a request modifier or
+    /// a redirect handler loads alone: its download still coalesces with others
+    /// of the same request in the downloader, and it sees its own progress.
+    private func loadSharingKey(_ context: AttemptContext, progressBlock: DownloadProgressBlock?) -> String? {
+        let options = context.options
+        guard progressBlock == nil, options.requestModifier == nil, options.redirectHandler == nil else { return nil }
+        let downloader = options.downloader ?? self.downloader
+        let identities = [ObjectIdentifier(context.targetCache), ObjectIdentifier(context.originalCache), ObjectIdentifier(downloader)]
+            .map { String(UInt(bitPattern: $0), radix: 36) }
+        let processed = ImageCache.computedKey(context.key, processorIdentifier: options.processor.identifier)
+        let skipsCache = options.forceRefresh || options.refreshCached
+        return identities.joined(separator: ":") + (skipsCache ? ":refresh:" : ":") + processed
+    }
+
+    /// Downloads, processes and stores once for every caller with the same sharing key.
+    ///
+    /// The memory cache is read again when the shared load starts: a load that
+    /// ended a moment ago has stored its image there (before it was removed
+    /// from the coalescer), so no caller downloads an image that just arrived.
+    private func sharedLoad(_ url: URL, sharingKey: String, context: AttemptContext) async throws(HalcyonError) -> LoadedImage {
+        do {
+            return try await loadCoalescer.value(forKey: sharingKey) {
+                let options = context.options
+                if !options.forceRefresh, !options.refreshCached, let image = context.targetCache.retrieveImageInMemoryCache(
+                    forKey: context.key, processorIdentifier: options.processor.identifier,
+                    extendingExpiration: options.memoryCacheAccessExtendingExpiration) {
+                    return LoadedImage(image: image, cacheType: .memory, data: nil, metrics: nil)
+                }
+                return try await self.load(context, progressBlock: nil)
+            }
+        } catch let error as HalcyonError {
+            throw error
+        } catch {
+            throw .requestError(reason: .taskCancelled(url: url))
+        }
+    }
+
+    /// Loads the source's bytes (or revalidates the cached entry), processes them and stores the result.
+    private func load(_ context: AttemptContext, progressBlock: DownloadProgressBlock?) async throws(HalcyonError) -> LoadedImage {
+        let source = context.source
         let loaded: LoadedData
         switch source {
         case .network(let resource):
             switch try await download(resource.downloadURL, context: context, progressBlock: progressBlock) {
             case .loaded(let data):
                 loaded = data
-            case .notModified(let result):
-                return result
+            case .notModified(let image):
+                return LoadedImage(image: image, cacheType: .disk, data: nil, metrics: nil)
             }
         case .provider(let provider):
             loaded = LoadedData(data: try await providedData(provider), response: nil, metrics: nil)
@@ -244,7 +310,7 @@ public final class HalcyonManager: Sendable {
             throw error
         }
         try await store(image, original: loaded.data, response: loaded.response, context: context)
-        return context.result(image, cacheType: .none, data: loaded.data, metrics: loaded.metrics)
+        return LoadedImage(image: image, cacheType: .none, data: loaded.data, metrics: loaded.metrics)
     }
 
     /// A hit in the memory or disk cache, processing an original from disk when needed.
@@ -287,7 +353,7 @@ public final class HalcyonManager: Sendable {
 
     private enum DownloadOutcome {
         case loaded(LoadedData)
-        case notModified(RetrieveImageResult)
+        case notModified(Image)
     }
 
     /// Downloads `url`, revalidating a cached entry with validators when it is stale or `.refreshCached` asks.
@@ -330,7 +396,7 @@ public final class HalcyonManager: Sendable {
     }
 
     /// A 304 answer: keep the entry, give it a new expiration, and use it.
-    private func revalidated(_ entry: DiskStorage.Entry, context: AttemptContext) async throws(HalcyonError) -> RetrieveImageResult {
+    private func revalidated(_ entry: DiskStorage.Entry, context: AttemptContext) async throws(HalcyonError) -> Image {
         let options = context.options
         let processorID = options.processor.identifier
         try await context.targetCache.extendDiskExpiration(forKey: context.key, processorIdentifier: processorID, to: options.diskCacheExpiration)
@@ -340,7 +406,7 @@ public final class HalcyonManager: Sendable {
         context.targetCache.memoryStorage.store(
             value: image, forKey: ImageCache.computedKey(context.key, processorIdentifier: processorID),
             expiration: options.memoryCacheExpiration)
-        return context.result(image, cacheType: .disk)
+        return image
     }
 
     private func providedData(_ provider: any ImageDataProvider) async throws(HalcyonError) -> Data {
@@ -388,12 +454,12 @@ public final class HalcyonManager: Sendable {
         _ body: @escaping @Sendable () throws(HalcyonError) -> T
     ) async throws(HalcyonError) -> T {
         let queue = options.processingQueue ?? .dispatch(processingQueue)
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, HalcyonError>, Never>) in
+        let result = await awaitDelivery { (deliver: @escaping @Sendable (Result<T, HalcyonError>) -> Void) in
             queue.execute {
                 do throws(HalcyonError) {
-                    continuation.resume(returning: .success(try body()))
+                    deliver(.success(try body()))
                 } catch {
-                    continuation.resume(returning: .failure(error))
+                    deliver(.failure(error))
                 }
             }
         }
@@ -452,7 +518,7 @@ public final class HalcyonManager: Sendable {
             return context.result(image, cacheType: .memory)
         }
         guard options.loadDiskFileSynchronously, !options.fromMemoryCacheOrRefresh else { return nil }
-        let hit = Mutex<Image?>(nil)
+        let hit = Locked<Image?>(nil)
         context.targetCache.retrieveImage(
             forKey: key, options: options, memoryExpiration: options.memoryCacheExpiration,
             memoryExpirationExtending: options.memoryCacheAccessExtendingExpiration,

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A handle on one call to ``ImageDownloader/downloadImage(with:options:completionHandler:)``.
 ///
@@ -9,7 +8,7 @@ import Synchronization
 public final class DownloadTask: Sendable {
     /// The URL the caller asked for (before the request modifier).
     public let url: URL
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var cancelled = false

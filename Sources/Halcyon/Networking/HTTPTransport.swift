@@ -4,7 +4,6 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// What one HTTP download produced.
 struct FetchOutcome: Sendable {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Fails downloads that stay idle too long, with one sleeping task per downloader.
 ///
@@ -22,7 +21,7 @@ final class IdleMonitor: Sendable {
         var looping = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// One registered fetch.
     struct Watch: Sendable {

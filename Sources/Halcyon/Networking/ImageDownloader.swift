@@ -1,7 +1,6 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
-import Synchronization
 
 /// Downloads images over HTTP(S) with AsyncHTTPClient.
 ///
@@ -33,7 +32,7 @@ public final class ImageDownloader: Sendable {
     /// The name, for logs.
     public let name: String
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let resumable = ResumableDataStore()
 
     /// Whether a partial body of `url` is kept for resuming (tests wait on it: it is stored after the caller was told).
@@ -68,7 +67,7 @@ public final class ImageDownloader: Sendable {
     /// Makes a downloader; its HTTP client is created on the first request.
     public init(name: String) {
         self.name = name
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     deinit {
@@ -219,10 +218,8 @@ public final class ImageDownloader: Sendable {
         options.callbackQueue = .untouch
         let task = DownloadTask(url: url)
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<DownloadPayload, HalcyonError>, Never>) in
-                _ = self.start(url: url, options: options, decode: decode, downloadTask: task) { result in
-                    continuation.resume(returning: result)
-                }
+            await awaitDelivery { (deliver: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void) in
+                _ = self.start(url: url, options: options, decode: decode, downloadTask: task, completion: deliver)
             }
         } onCancel: {
             task.cancel()

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Loads images into the cache ahead of need, a few at a time.
 ///
@@ -58,7 +57,7 @@ public final class ImagePrefetcher: Sendable {
     private let sourceCompletion: PrefetcherSourceCompletionHandler?
     private let resourceProgress: PrefetcherProgressBlock?
     private let resourceCompletion: PrefetcherCompletionHandler?
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     // MARK: - Making a prefetcher
 

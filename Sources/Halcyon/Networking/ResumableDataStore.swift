@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Partial bodies of interrupted downloads, kept so the next request can resume with Range.
 ///
@@ -14,7 +13,7 @@ final class ResumableDataStore: Sendable {
 
     private let maxEntries: Int
     private let maxBytes: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var entries: [URL: Entry] = [:]

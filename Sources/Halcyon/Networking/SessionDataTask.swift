@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Carries what a downloaded HTTP body became for one callback.
 struct DownloadPayload: Sendable {
@@ -24,7 +23,7 @@ public final class SessionDataTask: Sendable {
     let redirectHandler: (any ImageDownloadRedirectHandler)?
     let enqueuedAt = ContinuousClock.now
     private let onAbandoned: @Sendable (SessionDataTask) -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     struct Callback: Sendable {
         let options: DownloadOptions

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Runs one piece of work per key at a time and shares its result with every
 /// caller that asks for the same key meanwhile.
@@ -14,7 +13,7 @@ final class TaskCoalescer<Value: Sendable>: Sendable {
         var waiting: Int
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     /// How many keys have work in flight.
     var inFlightCount: Int { entries.withLock { $0.count } }
@@ -32,6 +31,7 @@ final class TaskCoalescer<Value: Sendable>: Sendable {
             return task
         }
         let waiter = Waiter<Value>()
+        defer { waiter.acknowledge() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
                 waiter.attach(continuation)
@@ -68,7 +68,7 @@ private final class Waiter<Value: Sendable>: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func attach(_ continuation: CheckedContinuation<Value, any Error>) {
         let pending = state.withLock { state -> Result<Value, any Error>? in
@@ -80,6 +80,12 @@ private final class Waiter<Value: Sendable>: Sendable {
             return nil
         }
         if let pending { continuation.resume(with: pending) }
+    }
+
+    /// Takes the waiter's lock once the caller has resumed, so ThreadSanitizer sees the value's
+    /// handoff (it misses the one a continuation gives; see ``awaitDelivery(_:)``).
+    func acknowledge() {
+        state.withLock { _ in }
     }
 
     /// Resumes the caller with `result` unless it was resumed already; true the first time.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What Halcyon keeps per ``ImageSettable`` target: the current task and its helpers.
 ///
@@ -13,10 +12,10 @@ public final class ImageSettableState: Sendable {
         var placeholder: (any Placeholder)?
     }
 
-    private let fields = Mutex(Fields())
+    private let fields = Locked(Fields())
 
     /// The documented shared counter behind every task identifier.
-    private static let identifiers = Mutex<UInt>(0)
+    private static let identifiers = Locked<UInt>(0)
 
     /// Makes empty state for one target.
     public init() {}

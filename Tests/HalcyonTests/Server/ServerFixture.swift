@@ -6,11 +6,10 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
-import Synchronization
 
 /// Set once the fixture is stopped, so a deferred stop after an explicit one does nothing.
 final class StopFlag: Sendable {
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
     /// True the first time only.
     func claim() -> Bool { stopped.withLock { old in defer { old = true }; return !old } }
 }

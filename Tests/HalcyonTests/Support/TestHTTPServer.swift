@@ -1,8 +1,8 @@
 import Foundation
+@testable import Halcyon
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// An HTTP/1.1 server on 127.0.0.1, on a free port, for tests that need a real socket.
 ///
@@ -48,7 +48,7 @@ final class TestHTTPServer: Sendable {
             var requestOrder: [String] = []
         }
 
-        let stats = Mutex(Stats())
+        let stats = Locked(Stats())
 
         func begin(target: String, headers: HTTPHeaders) {
             var fields: [String: String] = [:]
