@@ -42,21 +42,33 @@ test-tsan: deps
 ## check: what CI runs after `make test`: both sanitizer runs.
 check: test test-asan test-tsan
 
-## bench: release-mode side-by-side benchmarks; writes bench-results.md. Installs the peers it
-##        compares against when missing: vipsthumbnail, curl, wrk, nginx (Debian), thumbor (PyPI).
-BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark DownloadBenchmark MemoryBenchmark ServerBenchmark
+## bench: release-mode side-by-side benchmarks in one run; writes bench-results.md (a summary of every
+##        ratio, then each benchmark's table). Installs the peers it compares against when missing:
+##        vipsthumbnail, curl, wrk, nginx (Debian), Pillow and thumbor (PyPI).
+BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark ServerBenchmark
+BENCH_WORK := $(CURDIR)/.build/bench
 bench: deps
 	@command -v vipsthumbnail >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 \
 		&& command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools curl wrk nginx; }
-	@command -v thumbor >/dev/null 2>&1 || pip install -q thumbor
-	@rm -f bench-results.md
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools curl wrk nginx python3-pip; }
+	@python3 -c 'import PIL' 2>/dev/null || pip install -q pillow || pip install -q --break-system-packages pillow
+	@command -v thumbor >/dev/null 2>&1 || pip install -q thumbor || pip install -q --break-system-packages thumbor
+	@rm -rf $(BENCH_WORK) bench-results.md && mkdir -p $(BENCH_WORK)
 	cd Benchmarks && $(SWIFT) build -c release
-	@for benchmark in $(BENCHMARKS); do \
+	@failed=""; for benchmark in $(BENCHMARKS); do \
 		echo "==> $$benchmark"; \
-		(cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md .build/release/$$benchmark) || exit 1; \
-	done
-	@echo "==> results in bench-results.md"
+		(cd Benchmarks && BENCH_RESULTS=$(BENCH_WORK)/sections.md BENCH_SUMMARY=$(BENCH_WORK)/summary.md \
+			.build/release/$$benchmark) || failed="$$failed $$benchmark"; \
+	done; \
+	{ echo "# Halcyon benchmark results"; echo; \
+	  echo "\`make bench\` on $$(date -u '+%Y-%m-%d %H:%M UTC'), $$(nproc) cores, $$(uname -m), libvips $$(pkg-config --modversion vips), $$($(SWIFT) --version 2>/dev/null | head -1)."; echo; \
+	  echo "## Summary"; echo; \
+	  echo "| benchmark | comparison | result | goal | met |"; echo "|---|---|---|---|:-:|"; \
+	  cat $(BENCH_WORK)/summary.md 2>/dev/null; echo; \
+	  cat $(BENCH_WORK)/sections.md 2>/dev/null; } > bench-results.md; \
+	echo; echo "| benchmark | comparison | result | goal | met |"; cat $(BENCH_WORK)/summary.md 2>/dev/null; echo; \
+	echo "==> results in bench-results.md"; \
+	if [ -n "$$failed" ]; then echo "benchmarks that failed or missed their goal:$$failed"; exit 1; fi
 
 ## bench-server: halcyon serve vs nginx (cached) and thumbor 7 (uncached) under wrk; appends to bench-results.md.
 ## Needs wrk and nginx (apt) and thumbor (pip install thumbor; set THUMBOR=/path/to/thumbor if not on PATH).
@@ -66,18 +78,22 @@ bench-server: deps
 clean:
 	rm -rf .build Benchmarks/.build $(OUT) bench-results.md
 
-## fuzz: libFuzzer + ASan over decode+process and the chain parser, FUZZ_SECONDS each (default 60).
-##       Seeds: Tests/Fixtures/Conformance and Fuzz/corpus/chain; new inputs in .build/fuzz/corpus,
+## fuzz: libFuzzer + ASan over decode+process, the chain parser and the server's request path
+##       (URL parser, signature, options, source resolver), FUZZ_SECONDS each (default 60).
+##       Seeds: Tests/Fixtures/Conformance, Fuzz/corpus/chain and Fuzz/corpus/url; new inputs in .build/fuzz/corpus,
 ##       crashes in .build/fuzz/artifacts (turn one into a fixture + a fix + a test).
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := .build/fuzz
 .PHONY: fuzz
 fuzz: deps
-	@bin=$$(Fuzz/build.sh) && mkdir -p $(FUZZ_DIR)/corpus/decode $(FUZZ_DIR)/corpus/chain $(FUZZ_DIR)/artifacts && \
+	@bin=$$(Fuzz/build.sh) && mkdir -p $(FUZZ_DIR)/corpus/decode $(FUZZ_DIR)/corpus/chain $(FUZZ_DIR)/corpus/url $(FUZZ_DIR)/artifacts && \
 	echo "==> DecodeFuzzer for $(FUZZ_SECONDS) s" && \
 	VIPS_WARNING=0 $$bin/DecodeFuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=20 -max_len=65536 -dict=Fuzz/image.dict \
 		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/decode \
 		$$(find Tests/Fixtures/Conformance -mindepth 1 -type d) && \
 	echo "==> ChainFuzzer for $(FUZZ_SECONDS) s" && \
 	VIPS_WARNING=0 $$bin/ChainFuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -max_len=256 \
-		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/chain Fuzz/corpus/chain
+		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/chain Fuzz/corpus/chain && \
+	echo "==> URLFuzzer for $(FUZZ_SECONDS) s" && \
+	VIPS_WARNING=0 $$bin/URLFuzzer -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -max_len=512 -dict=Fuzz/url.dict \
+		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_DIR)/corpus/url Fuzz/corpus/url

@@ -12,17 +12,26 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "ThumbnailBenchmark",
-            dependencies: [.product(name: "Halcyon", package: "Halcyon")]
+            dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),
         .executableTarget(
             name: "CacheBenchmark",
-            dependencies: [.product(name: "Halcyon", package: "Halcyon")]
+            dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),
         .executableTarget(
             name: "ServerBenchmark",
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "Halcyon", package: "Halcyon"),
                 .product(name: "HalcyonServer", package: "Halcyon"),
             ]
@@ -30,6 +39,7 @@ let package = Package(
         .executableTarget(
             name: "DownloadBenchmark",
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "Halcyon", package: "Halcyon"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -39,7 +49,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "MemoryBenchmark",
-            dependencies: [.product(name: "Halcyon", package: "Halcyon")]
+            dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
+        ),
+        .executableTarget(
+            name: "RetrieveMemoryBenchmark",
+            dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -21,6 +21,15 @@ let package = Package(
             name: "ChainFuzzer",
             dependencies: [.product(name: "Halcyon", package: "Halcyon")]
         ),
+        // Arbitrary UTF-8 as a `halcyon serve` request path -> URL parser, signature,
+        // processing options, source resolver (local root with an escaping symlink).
+        .executableTarget(
+            name: "URLFuzzer",
+            dependencies: [
+                .product(name: "Halcyon", package: "Halcyon"),
+                .product(name: "HalcyonServer", package: "Halcyon"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

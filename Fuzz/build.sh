@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the libFuzzer targets (DecodeFuzzer, ChainFuzzer) with
+# Builds the libFuzzer targets (DecodeFuzzer, ChainFuzzer, URLFuzzer) with
 # AddressSanitizer, in release mode, into .build/fuzz. Prints the binary folder.
 # The fuzzer runtime comes with the Swift toolchain's clang
 # (lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a).

@@ -10,6 +10,7 @@
 //
 // Run: cd Benchmarks && swift run -c release CacheBenchmark
 // With BENCH_RESULTS=/path/file.md the table is appended there as markdown.
+import BenchmarkSupport
 import Foundation
 import Halcyon
 import Synchronization
@@ -157,13 +158,8 @@ let table = lines.joined(separator: "\n")
 print("CacheBenchmark (release, best of 3x7 runs; \(memoryIterations) memory hits, \(diskIterations) disk hits per run)")
 print(table)
 
-if let resultsPath = ProcessInfo.processInfo.environment["BENCH_RESULTS"], !resultsPath.isEmpty {
-    let markdown = "\n## CacheBenchmark (\(Date()))\n\n" + table + "\n"
-    if let handle = FileHandle(forWritingAtPath: resultsPath) {
-        handle.seekToEndOfFile()
-        handle.write(Data(markdown.utf8))
-        handle.closeFile()
-    } else {
-        _ = FileManager.default.createFile(atPath: resultsPath, contents: Data(markdown.utf8))
-    }
+appendToBenchResults("### CacheBenchmark (release, best of 3×7 runs)\n\n" + table + "\n")
+for row in rows {
+    recordSummary(benchmark: "Cache", comparison: row.name, result: "\(format(row.ratio, 2))× the time",
+                  goal: "≤ \(format(row.goal, 1))×", met: row.ratio <= row.goal)
 }

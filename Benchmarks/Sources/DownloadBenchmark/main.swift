@@ -10,6 +10,7 @@
 // times (default 9), interleaved; the table shows the median round.
 // Run: cd Benchmarks && swift run -c release DownloadBenchmark
 import AsyncHTTPClient
+import BenchmarkSupport
 import Foundation
 import Halcyon
 import NIOCore
@@ -25,92 +26,16 @@ let includeDecode = ProcessInfo.processInfo.environment["DECODE"] != "0"
 
 // MARK: - Deterministic bodies
 
-/// Pixels from a xorshift generator seeded by `seed`: a gradient with noise, so sizes land near 50 KB.
-func pixels(seed: Int, width: Int, height: Int, noise: Int) -> [UInt8] {
-    var state = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 | 1
-    var out = [UInt8](repeating: 255, count: width * height * 4)
-    for y in 0..<height {
-        for x in 0..<width {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            let base = (x * 255 / width + y * 255 / height + seed * 37) & 0xff
-            let index = (y * width + x) * 4
-            for channel in 0..<3 {
-                let jitter = Int((state >> (UInt64(channel) * 8)) & 0xff) % (noise + 1)
-                out[index + channel] = UInt8((base + channel * 80 + jitter) & 0xff)
-            }
-        }
-    }
-    return out
-}
-
 func makeBodies() throws -> [Data] {
     try (0..<imageCount).map { index in
         if index.isMultiple(of: 2) {
-            let image = try Image(rgbaPixels: pixels(seed: index, width: 240, height: 240, noise: 96), width: 240, height: 240)
+            let image = try Image(rgbaPixels: deterministicPixels(seed: index, width: 240, height: 240, noise: 96), width: 240, height: 240)
             return try image.encoded(as: .jpeg(quality: 85))
         } else {
-            let image = try Image(rgbaPixels: pixels(seed: index, width: 150, height: 150, noise: 48), width: 150, height: 150)
+            let image = try Image(rgbaPixels: deterministicPixels(seed: index, width: 150, height: 150, noise: 48), width: 150, height: 150)
             return try image.encoded(as: .png())
         }
     }
-}
-
-// MARK: - Loopback server
-
-/// Serves `/img/<n>` from memory with Content-Length and keep-alive.
-final class BodyHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    let bodies: [ByteBuffer]
-    private var uri = ""
-
-    init(bodies: [ByteBuffer]) { self.bodies = bodies }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            uri = head.uri
-        case .body:
-            break
-        case .end:
-            let index = uri.split(separator: "/").last.flatMap { Int($0) }
-            guard let index, bodies.indices.contains(index) else {
-                let head = HTTPResponseHead(version: .http1_1, status: .notFound, headers: ["Content-Length": "0"])
-                context.write(wrapOutboundOut(.head(head)), promise: nil)
-                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-                return
-            }
-            let body = bodies[index]
-            let type = index.isMultiple(of: 2) ? "image/jpeg" : "image/png"
-            let head = HTTPResponseHead(
-                version: .http1_1, status: .ok,
-                headers: ["Content-Length": String(body.readableBytes), "Content-Type": type])
-            context.write(wrapOutboundOut(.head(head)), promise: nil)
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        }
-    }
-}
-
-func startServer(bodies: [Data]) async throws -> (any Channel, Int) {
-    let buffers = bodies.map { ByteBuffer(bytes: $0) }
-    let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .serverChannelOption(ChannelOptions.backlog, value: 512)
-        .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-        .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-        .childChannelInitializer { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                try channel.pipeline.syncOperations.addHandler(BodyHandler(bodies: buffers))
-            }
-        }
-        .bind(host: "127.0.0.1", port: 0)
-        .get()
-    guard let port = channel.localAddress?.port else { throw CancellationError() }
-    return (channel, port)
 }
 
 // MARK: - Clients
@@ -265,8 +190,9 @@ let averageKB = Double(totalBytes) / Double(bodies.count) / 1024
 print(String(format: "Generated %d images (avg %.1f KB, %.1f MB) in %.2f s",
              bodies.count, averageKB, Double(totalBytes) / 1_048_576, (ContinuousClock.now - generationStart).seconds))
 
-let (server, port) = try await startServer(bodies: bodies)
-let urls = (0..<imageCount).map { URL(string: "http://127.0.0.1:\(port)/img/\($0)")! }
+let server = try await LoopbackImageServer.start(bodies: bodies.map { [UInt8]($0) })
+let port = server.port
+let urls = (0..<imageCount).compactMap { URL(string: server.url($0)) }
 let configPath = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-curl-\(port).conf").path
 let config = urls.map { "url = \"\($0.absoluteString)\"\noutput = \"/dev/null\"\n" }.joined()
 try config.write(toFile: configPath, atomically: true, encoding: .utf8)
@@ -319,17 +245,13 @@ let header = String(format: "### DownloadBenchmark: %d distinct images (avg %.1f
                     imageCount, averageKB, concurrency, ProcessInfo.processInfo.activeProcessorCount)
 print("\n" + header + table)
 
-if let path = ProcessInfo.processInfo.environment["BENCH_RESULTS"], !path.isEmpty {
-    let markdown = header + table + "\n"
-    if let handle = FileHandle(forWritingAtPath: path) {
-        handle.seekToEndOfFile()
-        handle.write(Data(markdown.utf8))
-        handle.closeFile()
-    } else {
-        try markdown.write(toFile: path, atomically: true, encoding: .utf8)
-    }
+appendToBenchResults(header + table)
+for client in shownClients where client != curlClient {
+    let m = median(results[client]!)
+    recordSummary(benchmark: "Download", comparison: "\(client) vs curl --parallel (images/s)",
+                  result: String(format: "%.2f× the throughput", Double(m.images) / m.seconds / curlRate), goal: "—", met: nil)
 }
 
 await downloader.shutdown()
 try await rawClient.shutdown()
-try? await server.close().get()
+await server.shutdown()

@@ -9,6 +9,7 @@
 //   cd Benchmarks && swift run -c release MemoryBenchmark
 //
 // Prints a table; appends it as markdown to $BENCH_RESULTS when set.
+import BenchmarkSupport
 import Foundation
 import Halcyon
 
@@ -17,18 +18,6 @@ let height = 5773
 let goalMegabytes = 150.0
 let workFolder = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("work/memory")
 let inputURL = workFolder.appendingPathComponent("50mp-\(width)x\(height).jpg")
-
-/// Peak and current resident set of this process in kB, from /proc/self/status.
-func residentKilobytes() -> (peak: Int, current: Int) {
-    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (-1, -1) }
-    func field(_ name: String) -> Int {
-        for line in status.split(separator: "\n") where line.hasPrefix(name + ":") {
-            return Int(line.dropFirst(name.count + 1).split(whereSeparator: \.isWhitespace).first ?? "") ?? -1
-        }
-        return -1
-    }
-    return (field("VmHWM"), field("VmRSS"))
-}
 
 // MARK: - Child: one job, then report
 
@@ -156,16 +145,9 @@ func runParent() throws -> Int32 {
     let verdict = met ? "meets" : "MISSES"
     table += "\nDownsampling peak \(String(format: "%.1f", downsample)) MB \(verdict) the goal of < \(Int(goalMegabytes)) MB.\n"
     print(table)
-    if let results = ProcessInfo.processInfo.environment["BENCH_RESULTS"], !results.isEmpty {
-        let url = URL(fileURLWithPath: results)
-        if !FileManager.default.fileExists(atPath: url.path) {
-            _ = FileManager.default.createFile(atPath: url.path, contents: nil)
-        }
-        let handle = try FileHandle(forWritingTo: url)
-        defer { try? handle.close() }
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data((table + "\n").utf8))
-    }
+    appendToBenchResults(table)
+    recordSummary(benchmark: "Memory", comparison: "50 MP JPEG → 300 px, peak RSS of a fresh process",
+                  result: String(format: "%.1f MB", downsample), goal: "< \(Int(goalMegabytes)) MB", met: met)
     return met ? 0 : 2
 }
 

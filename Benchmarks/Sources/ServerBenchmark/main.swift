@@ -10,6 +10,7 @@
 // Environment: THUMBOR (thumbor executable, default `thumbor`), NGINX (default `nginx`),
 // WRK (default `wrk`), BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 16),
 // BENCH_RESULTS (append the markdown table to this file).
+import BenchmarkSupport
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -367,13 +368,8 @@ halcyon serve RSS is its peak over the whole run (cached then uncached). Uncache
 """
 print(header)
 print(table)
-if let path = environment["BENCH_RESULTS"] {
-    let text = header + "\n" + table
-    if let handle = FileHandle(forWritingAtPath: path) {
-        handle.seekToEndOfFile()
-        handle.write(Data(text.utf8))
-        try? handle.close()
-    } else {
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-    }
-}
+appendToBenchResults(header + "\n" + table)
+recordSummary(benchmark: "Server", comparison: "cached 500 px thumbnail, halcyon serve vs nginx (req/s)",
+              result: cachedRatio == "–" ? "not run" : "\(cachedRatio)× the throughput", goal: "—", met: nil)
+recordSummary(benchmark: "Server", comparison: "uncached 4 MP → 500 px, halcyon serve vs \(thumborVersion) (req/s)",
+              result: uncachedRatio == "–" ? "not run" : "\(uncachedRatio)× the throughput", goal: "—", met: nil)

@@ -1,10 +1,12 @@
-// Thumbnail benchmark: DownsamplingImageProcessor to 300 px vs `vipsthumbnail -s 300`,
-// side by side in one run on the same 20 generated 4000×3000 JPEGs.
+// Thumbnail benchmark: DownsamplingImageProcessor to 300 px vs `vipsthumbnail -s 300` and
+// vs Pillow's `Image.thumbnail`, side by side in one run on the same 20 generated 4000×3000 JPEGs.
 //
-// Both sides read each JPEG from disk, shrink it on load to fit 300×300, encode a JPEG at
-// quality 75 (vipsthumbnail's default) and write it. vipsthumbnail runs as one process over
-// all 20 files, so its start-up is paid once per round. Rounds alternate between the two
-// sides; the table reports the median round.
+// Every side reads each JPEG from disk, shrinks it on load to fit 300×300, encodes a JPEG at
+// quality 75 (vipsthumbnail's default) and writes it. vipsthumbnail and Pillow
+// (Scripts/pillow_thumbnail.py, `python3`; set PYTHON to choose another) each run as one
+// process over all 20 files, so their start-up is paid once per round. The order of the
+// sides rotates from round to round; the table reports the median round.
+import BenchmarkSupport
 import Foundation
 import Halcyon
 
@@ -18,6 +20,9 @@ let workRoot = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).ap
 let inputFolder = workRoot.appendingPathComponent("input")
 let halcyonOutput = workRoot.appendingPathComponent("out-halcyon")
 let vipsOutput = workRoot.appendingPathComponent("out-vipsthumbnail")
+let pillowOutput = workRoot.appendingPathComponent("out-pillow")
+let pillowScript = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent("Scripts/pillow_thumbnail.py")
+let python = ProcessInfo.processInfo.environment["PYTHON"] ?? "python3"
 
 /// A deterministic photo-like 4000×3000 JPEG: smooth gradients plus a seeded texture.
 func makeInput(index: Int) throws -> Data {
@@ -72,21 +77,32 @@ func runHalcyon(_ inputs: [URL]) throws -> Duration {
     }
 }
 
-func runVipsthumbnail(_ inputs: [URL]) throws -> Duration {
-    try? FileManager.default.removeItem(at: vipsOutput)
-    try FileManager.default.createDirectory(at: vipsOutput, withIntermediateDirectories: true)
+/// Runs `arguments` through /usr/bin/env after emptying `output`; the wall time of the whole process.
+func runTool(_ name: String, output: URL, _ arguments: [String]) throws -> Duration {
+    try? FileManager.default.removeItem(at: output)
+    try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["vipsthumbnail", "-s", "300", "-o", vipsOutput.path + "/%s.jpg[Q=75]"] + inputs.map(\.path)
+    process.arguments = arguments
     let clock = ContinuousClock()
     let elapsed = try clock.measure {
         try process.run()
         process.waitUntilExit()
     }
     guard process.terminationStatus == 0 else {
-        throw NSError(domain: "vipsthumbnail", code: Int(process.terminationStatus))
+        throw NSError(domain: name, code: Int(process.terminationStatus),
+                      userInfo: [NSLocalizedDescriptionKey: "\(name) exited with \(process.terminationStatus)"])
     }
     return elapsed
+}
+
+func runVipsthumbnail(_ inputs: [URL]) throws -> Duration {
+    try runTool("vipsthumbnail", output: vipsOutput,
+                ["vipsthumbnail", "-s", "300", "-o", vipsOutput.path + "/%s.jpg[Q=75]"] + inputs.map(\.path))
+}
+
+func runPillow(_ inputs: [URL]) throws -> Duration {
+    try runTool("Pillow", output: pillowOutput, [python, pillowScript.path, pillowOutput.path] + inputs.map(\.path))
 }
 
 func milliseconds(_ duration: Duration) -> Double {
@@ -101,47 +117,51 @@ func median(_ values: [Double]) -> Double {
 // MARK: - Run
 
 let inputs = try prepareInputs()
-_ = try runHalcyon(Array(inputs.prefix(2)))
-_ = try runVipsthumbnail(Array(inputs.prefix(2)))
-var halcyonTimes: [Double] = []
-var vipsTimes: [Double] = []
+let sides: [(name: String, output: URL, run: ([URL]) throws -> Duration)] = [
+    ("Halcyon DownsamplingImageProcessor", halcyonOutput, runHalcyon),
+    ("vipsthumbnail -s 300", vipsOutput, runVipsthumbnail),
+    ("Pillow Image.thumbnail((300, 300))", pillowOutput, runPillow),
+]
+for side in sides { _ = try side.run(Array(inputs.prefix(2))) }
+var times = [[Double]](repeating: [], count: sides.count)
 for round in 0..<rounds {
-    if round % 2 == 0 {
-        halcyonTimes.append(milliseconds(try runHalcyon(inputs)))
-        vipsTimes.append(milliseconds(try runVipsthumbnail(inputs)))
-    } else {
-        vipsTimes.append(milliseconds(try runVipsthumbnail(inputs)))
-        halcyonTimes.append(milliseconds(try runHalcyon(inputs)))
+    for step in 0..<sides.count {
+        let index = (round + step) % sides.count
+        times[index].append(milliseconds(try sides[index].run(inputs)))
     }
 }
 
-// Check both sides made thumbnails of the same size.
+// Every side must have made a thumbnail of the same size.
 let sample = inputs[0].lastPathComponent
-let ours = try ImageDecoder.decode(Data(contentsOf: halcyonOutput.appendingPathComponent(sample)))
-let theirs = try ImageDecoder.decode(Data(contentsOf: vipsOutput.appendingPathComponent(sample)))
-guard ours.width == theirs.width, ours.height == theirs.height else {
-    print("size mismatch: halcyon \(ours.width)x\(ours.height), vipsthumbnail \(theirs.width)x\(theirs.height)")
+let sizes = try sides.map { side -> (Int, Int) in
+    let image = try ImageDecoder.decode(Data(contentsOf: side.output.appendingPathComponent(sample)))
+    return (image.width, image.height)
+}
+guard sizes.allSatisfy({ $0 == sizes[0] }) else {
+    print("size mismatch: " + zip(sides, sizes).map { "\($0.name) \($1.0)x\($1.1)" }.joined(separator: ", "))
     exit(1)
 }
 
-let halcyonMedian = median(halcyonTimes)
-let vipsMedian = median(vipsTimes)
-let ratio = halcyonMedian / vipsMedian
-let table = """
+let medians = times.map(median)
+var table = """
     ### Thumbnail: \(fileCount) JPEGs \(width)×\(height) → 300 px JPEG (median of \(rounds) rounds, libvips \(HalcyonVersion.libvips))
 
-    | side | total ms | ms / image |
-    |---|---:|---:|
-    | Halcyon DownsamplingImageProcessor | \(String(format: "%.1f", halcyonMedian)) | \(String(format: "%.1f", halcyonMedian / Double(fileCount))) |
-    | vipsthumbnail -s 300 | \(String(format: "%.1f", vipsMedian)) | \(String(format: "%.1f", vipsMedian / Double(fileCount))) |
-    | **ratio Halcyon / vipsthumbnail** | **\(String(format: "%.3f", ratio))×** | goal ≤ 1.10× |
+    | side | total ms | ms / image | Halcyon time / this side |
+    |---|---:|---:|---:|
 
-    Output size \(ours.width)×\(ours.height) on both sides. All rounds (ms): Halcyon \(halcyonTimes.map { String(format: "%.0f", $0) }.joined(separator: ", ")); vipsthumbnail \(vipsTimes.map { String(format: "%.0f", $0) }.joined(separator: ", ")).
+    """
+for (index, side) in sides.enumerated() {
+    table += String(format: "| %@ | %.1f | %.1f | %.3f× |\n", side.name, medians[index], medians[index] / Double(fileCount), medians[0] / medians[index])
+}
+table += """
+
+    Goal vs vipsthumbnail ≤ 1.10×. Output size \(sizes[0].0)×\(sizes[0].1) on every side. All rounds (ms): \
+    \(zip(sides, times).map { "\($0.name): \($1.map { String(format: "%.0f", $0) }.joined(separator: ", "))" }.joined(separator: "; ")).
 
     """
 print(table)
-if let path = ProcessInfo.processInfo.environment["BENCH_RESULTS"] {
-    let url = URL(fileURLWithPath: path)
-    let existing = (try? String(contentsOf: url, encoding: .utf8)) ?? "# Halcyon benchmark results\n\n"
-    try (existing + table + "\n").write(to: url, atomically: true, encoding: .utf8)
-}
+appendToBenchResults(table)
+recordSummary(benchmark: "Thumbnail", comparison: "DownsamplingImageProcessor vs vipsthumbnail (time)",
+              result: String(format: "%.3f× the time", medians[0] / medians[1]), goal: "≤ 1.10×", met: medians[0] / medians[1] <= 1.10)
+recordSummary(benchmark: "Thumbnail", comparison: "DownsamplingImageProcessor vs Pillow Image.thumbnail (time)",
+              result: String(format: "%.3f× the time", medians[0] / medians[2]), goal: "—", met: nil)
