@@ -61,6 +61,25 @@ struct HalcyonManagerFlowTests {
         #expect(processor.runCount == 1)
     }
 
+    @Test("a caller arriving after the download, while the image is processed, joins that load instead of downloading again")
+    func lateCallerJoinsTheLoad() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let target = "/image/late-joiner"
+        let processor = CountingProcessor(identifier: "test.late", delay: 0.4)
+        let first = Task { try await fixture.manager.retrieveImage(with: fixture.url(target), options: [.processor(processor)]) }
+        // The download is over and processing has begun (it takes 400 ms): nothing is in the memory cache yet.
+        #expect(await fixture.server.wait(timeout: 5) { processor.runCount == 1 })
+        #expect(await fixture.server.wait(timeout: 1) { fixture.downloader.activeRequestCount == 0 })
+        let second = try await fixture.manager.retrieveImage(with: fixture.url(target), options: [.processor(processor)])
+        let firstResult = try await first.value
+        #expect(fixture.server.hits(target) == 1)
+        #expect(processor.runCount == 1)
+        #expect(second.image.width == 16 && firstResult.image.width == 16)
+        #expect(second.cacheType == .none, "the joiner shares the network load's result")
+        #expect(fixture.manager.loadsInFlightCount == 0)
+    }
+
     @Test("cancelling the caller's task throws taskCancelled")
     func cancellation() async throws {
         let fixture = try await ManagerFixture.make()
