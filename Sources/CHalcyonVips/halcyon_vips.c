@@ -105,6 +105,13 @@ int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height
                                  VIPS_FAIL_ON_TRUNCATED, NULL);
 }
 
+int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out) {
+    /* The JPEG decoder's own DCT scaling: shrink 2, 4 or 8 costs a fraction of
+     * a full decode and needs no resampling afterwards. */
+    return vips_jpegload_buffer((void *)buffer, length, out, "shrink", shrink, "access",
+                                VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+}
+
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out) {
     return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
 }

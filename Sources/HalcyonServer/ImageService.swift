@@ -188,6 +188,9 @@ public final class ImageService: Sendable {
             .callbackQueue(.untouch),
         ]
         if let processor { items.append(.processor(processor)) }
+        // A local file is its own durable copy: its results stay in memory, and
+        // the disk cache keeps what came over the network.
+        if case .provider = source { items.append(.cacheMemoryOnly) }
         let started = ContinuousClock.now
         let result = try await manager.retrieveImage(with: source, options: items)
         let image = result.image

@@ -173,8 +173,10 @@ public struct ProcessingOptions: Sendable, Hashable {
     }
 }
 
-/// The resize step: probes the header, decodes with libvips shrink-on-load to
-/// just above the size needed, then resizes (and for fill crops) exactly.
+/// The resize step: probes the header, decodes with the loader's own shrink
+/// (libjpeg's 1/2, 1/4, 1/8; libvips shrink-on-load for other formats) to at
+/// least the size needed, then resizes once (and for fill crops) exactly, as
+/// imgproxy does: one Lanczos pass instead of two.
 struct ThumbnailStep: Sendable {
     let mode: ProcessingOptions.ResizeMode
     let width: Int
@@ -229,10 +231,13 @@ struct ThumbnailStep: Sendable {
                 // Rounded up, so the shrink never lands below the target (and an exact fit needs no second resize).
                 let box = (Double(max(header.width, header.height)) * scale).rounded(.up)
                 decoding.downsampleSize = CGSize(width: box, height: box)
+                decoding.downsamplingMode = .loaderOnly
             }
             image = try ImageDecoder.decode(data, options: decoding)
             // The output size comes from the source's size, not the shrunk intermediate.
-            let rotated = header.width != header.height && (header.width > header.height) != (image.width > image.height)
+            // A square intermediate (rounding of a near-square source) says nothing about rotation.
+            let rotated = header.width != header.height && image.width != image.height
+                && (header.width > header.height) != (image.width > image.height)
             let chosen = rotated ? turned : upright
             planned = (chosen.width, chosen.height)
         }

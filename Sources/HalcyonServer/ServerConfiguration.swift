@@ -45,7 +45,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var maxQueue = 0
     /// `Cache-Control: max-age` of successful responses, seconds. Default 31536000.
     public var cacheMaxAge = 31_536_000
-    /// Folder of the disk cache; nil uses a folder in the temporary directory.
+    /// Folder of the disk cache of processed results of http(s) sources (results
+    /// of local files stay in memory); nil uses a folder in the temporary directory.
     public var cacheDirectory: String?
     /// Disk cache size limit in MiB; 0 is unlimited. Default 1024.
     public var diskCacheMegabytes = 1024

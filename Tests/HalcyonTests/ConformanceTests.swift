@@ -169,12 +169,33 @@ struct ConformanceTests {
         #expect((image.width > image.height) == (width > height), "got \(image.width)x\(image.height) for \(width)x\(height)")
     }
 
+    @Test("loader-only shrink-on-load applies EXIF orientation too", arguments: images.filter { $0.orientation != nil })
+    func orientationAppliedWhenShrinkingInTheLoader(entry: Entry) throws {
+        let width = try #require(entry.width)
+        let height = try #require(entry.height)
+        let target = 24
+        let shrink = ImageDecoder.jpegShrink(longerSide: max(width, height), atLeast: target)
+        let image = try ImageDecoder.decode(try Self.bytes(entry.file), options: ImageDecodingOptions(
+            downsampleSize: CGSize(width: target, height: target), downsamplingMode: .loaderOnly))
+        #expect(shrink > 1, "the fixture is too small to exercise the loader's shrink")
+        #expect(image.width == (width + shrink - 1) / shrink && image.height == (height + shrink - 1) / shrink,
+                "got \(image.width)x\(image.height) for \(width)x\(height) / \(shrink)")
+        for marker in try #require(entry.markers) {
+            let pixel = try image.pixel(x: marker.x / shrink, y: marker.y / shrink)
+            let got = [Int(pixel.red), Int(pixel.green), Int(pixel.blue)]
+            let close = zip(got, marker.rgb).allSatisfy { abs($0 - $1) <= 64 }
+            #expect(close, "orientation \(entry.orientation ?? 0): (\(marker.x), \(marker.y)) / \(shrink) is \(got), expected \(marker.rgb)")
+        }
+    }
+
     // MARK: - Corrupt files
 
     @Test("every corrupt file gives the expected typed error", arguments: failures)
     func corruptFileFails(entry: Entry) throws {
         let data = try Self.bytes(entry.file)
-        for options in [ImageDecodingOptions(preloadAllAnimationData: true), ImageDecodingOptions(downsampleSize: CGSize(width: 16, height: 16))] {
+        let small = CGSize(width: 16, height: 16)
+        for options in [ImageDecodingOptions(preloadAllAnimationData: true), ImageDecodingOptions(downsampleSize: small),
+                        ImageDecodingOptions(downsampleSize: small, downsamplingMode: .loaderOnly)] {
             do {
                 let image = try ImageDecoder.decode(data, options: options)
                 _ = try image.rgbaPixels()

@@ -92,6 +92,41 @@ struct ImageDecoderTests {
         #expect(smallAnimation.width == 10 && smallAnimation.height == 5)
     }
 
+    @Test("loader-only downsampling decodes a JPEG at 1/2, 1/4 or 1/8, never below the target")
+    func loaderOnlyDownsampling() throws {
+        let data = try TestImages.encodedGradient(.jpeg(), width: 800, height: 400)
+        func decoded(_ side: CGFloat, scale: CGFloat = 1) throws -> Image {
+            try ImageDecoder.decode(data, options: ImageDecodingOptions(
+                scaleFactor: scale, downsampleSize: CGSize(width: side, height: side), downsamplingMode: .loaderOnly))
+        }
+        for (side, width, height) in [(100, 100, 50), (101, 200, 100), (150, 200, 100), (300, 400, 200), (401, 800, 400), (2000, 800, 400)] {
+            let image = try decoded(CGFloat(side))
+            #expect(image.width == width && image.height == height, "target \(side): got \(image.width)x\(image.height)")
+        }
+        // The target is in points: 75 pt at scale 2 needs 150 px, so 1/4 is the most the loader may shrink.
+        let retina = try decoded(75, scale: 2)
+        #expect(retina.width == 200 && retina.height == 100 && retina.scale == 2)
+        // Still the same picture: the gradient runs dark on the left to bright on the right.
+        let left = try retina.pixel(x: 10, y: 50), right = try retina.pixel(x: 190, y: 50)
+        #expect(Int(left.red) + 100 < Int(right.red), "left \(left), right \(right)")
+        // Other formats have no loader shrink: they are downsampled exactly.
+        let png = try ImageDecoder.decode(TestImages.encodedGradient(.png(), width: 800, height: 400), options: ImageDecodingOptions(
+            downsampleSize: CGSize(width: 150, height: 150), downsamplingMode: .loaderOnly))
+        #expect(png.width == 150 && png.height == 75)
+    }
+
+    @Test("the JPEG shrink is the largest that keeps the longer side at the target or above")
+    func jpegShrinkChoice() {
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 300) == 8)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 500) == 8)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 501) == 4)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4001, atLeast: 501) == 8)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 1001) == 2)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 2001) == 1)
+        #expect(ImageDecoder.jpegShrink(longerSide: 1, atLeast: 1) == 8)
+        #expect(ImageDecoder.jpegShrink(longerSide: 10, atLeast: 4000) == 1)
+    }
+
     // MARK: - Bad input
 
     @Test("empty data is refused as empty")

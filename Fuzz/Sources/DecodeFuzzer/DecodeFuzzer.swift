@@ -30,5 +30,13 @@ public func fuzz(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
         let thumbnail = try ImageDecoder.decode(data, options: thumbnailOptions)
         _ = try thumbnail.encoded(as: .png())
     } catch {}
+    // The server's path: libjpeg's own shrink, no vips_thumbnail.
+    do {
+        var loaderOptions = small
+        loaderOptions.downsampleSize = CGSize(width: 24, height: 24)
+        loaderOptions.downsamplingMode = .loaderOnly
+        let shrunk = try ImageDecoder.decode(data, options: loaderOptions)
+        _ = try shrunk.encoded(as: .png())
+    } catch {}
     return 0
 }

@@ -42,6 +42,9 @@ int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames,
 /** Shrink-on-load thumbnail of a buffer to fit width x height (never upsizes). */
 int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
                         int all_frames, VipsImage **out);
+/** Opens a JPEG buffer for one top-to-bottom read, decoded at 1/shrink of its
+ *  size by the JPEG decoder itself (shrink is 1, 2, 4 or 8). */
+int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out);
 /** Thumbnail of an image already in memory, to fit width x height (never upsizes). */
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
 int hc_copy_memory(VipsImage *in, VipsImage **out);

@@ -25,7 +25,10 @@ public struct DefaultCacheSerializer: CacheSerializer {
 
     public func data(with image: Image, original: Data?) throws(HalcyonError) -> Data {
         if let original, !original.isEmpty {
-            if preferCacheOriginalData || image.sourceFingerprint == DataFingerprint(original) {
+            if preferCacheOriginalData { return original }
+            // Hash the bytes only when they could be the image's source at all.
+            if let fingerprint = image.sourceFingerprint, fingerprint.count == original.count,
+               fingerprint == DataFingerprint(original) {
                 return original
             }
         }

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Order of work: sniff the format, read only the header, check the pixel and
 /// frame limits, then decode (or shrink-on-load when a downsample size is
-/// given). EXIF orientation is applied to still images. Errors are
+/// given, exactly or by the JPEG loader alone: ``DownsamplingMode``). EXIF orientation is applied to still images. Errors are
 /// `HalcyonError.processorError` reasons; no input crashes.
 public enum ImageDecoder {
     /// Decodes `data`; runs on the caller's thread.
@@ -14,13 +14,21 @@ public enum ImageDecoder {
         let (buffer, format, allFrames, header) = (opened.buffer, opened.format, opened.allFrames, opened.header)
         let (frameHeight, frameCount) = (opened.frameHeight, opened.frameCount)
 
-        let delays = header.frameDelaysInMilliseconds.map { TimeInterval($0) / 1000 }
+        let delays = frameDelays(header.frameDelaysInMilliseconds.map { TimeInterval($0) / 1000 }, count: frameCount)
         let loop = header.loopCount
         let scale = options.scaleFactor > 0 ? options.scaleFactor : 1
-        let fingerprint = DataFingerprint(data)
 
         if let target = options.downsampleSize {
             let pixels = max(1, Int((max(target.width, target.height) * scale).rounded()))
+            let longerSide = max(header.width, frameHeight)
+            if options.downsamplingMode == .loaderOnly, format == .jpeg, frameCount == 1 {
+                let shrink = jpegShrink(longerSide: longerSide, atLeast: pixels)
+                let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
+                    try stillImage(loadJPEG(buffer, shrink: shrink), header: header)
+                }
+                return Image(vips: decoded, frameHeight: decoded.height, frameCount: 1, scale: scale, originalFormat: format,
+                             frameDelays: [], loopCount: loop, sourceFingerprint: shrink == 1 ? DataFingerprint(data) : nil)
+            }
             let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
                 try VipsImageRef.make("thumbnail") { output in
                     hc_thumbnail_buffer(buffer.bytes.baseAddress, buffer.count, Int32(pixels), Int32(pixels), allFrames ? 1 : 0, output)
@@ -29,8 +37,8 @@ public enum ImageDecoder {
             let thumbHeight = frameCount > 1 ? thumbnail.height / frameCount : thumbnail.height
             let unchanged = thumbnail.width == header.width && thumbHeight == frameHeight
             return Image(vips: thumbnail, frameHeight: thumbHeight, frameCount: frameCount, scale: scale,
-                         originalFormat: format, frameDelays: frameDelays(delays, count: frameCount), loopCount: loop,
-                         sourceFingerprint: unchanged ? fingerprint : nil)
+                         originalFormat: format, frameDelays: delays, loopCount: loop,
+                         sourceFingerprint: unchanged ? DataFingerprint(data) : nil)
         }
 
         let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
@@ -39,17 +47,12 @@ public enum ImageDecoder {
             }
             // Decode once, top to bottom, on this thread (see `decodedIntoMemory`).
             let sequential = try load(buffer, format: format, allFrames: allFrames, sequential: true)
-            let orientation = withExtendedLifetime(header) { Int(hc_orientation(header.pointer)) }
-            guard frameCount == 1, (2...8).contains(orientation) else {
-                // Nothing to rotate: convert while decoding, one buffer in memory.
-                return try sequential.srgb8().decodedIntoMemory()
-            }
-            // Rotating needs random access: decode first, then rotate in memory.
-            return try sequential.decodedIntoMemory().apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
+            guard frameCount == 1 else { return try sequential.srgb8().decodedIntoMemory() }
+            return try stillImage(sequential, header: header)
         }
         return Image(vips: decoded, frameHeight: decoded.height / frameCount, frameCount: frameCount, scale: scale,
-                     originalFormat: format, frameDelays: frameDelays(delays, count: frameCount), loopCount: loop,
-                     sourceFingerprint: fingerprint)
+                     originalFormat: format, frameDelays: delays, loopCount: loop,
+                     sourceFingerprint: DataFingerprint(data))
     }
 
     /// Reads only the header of `data`: pixel width, frame height, frame count and format.
@@ -104,6 +107,37 @@ public enum ImageDecoder {
             throw decodeError(format: format, message: VipsRuntime.takeErrorMessage())
         }
         return VipsImageRef(taking: output, retaining: [buffer])
+    }
+
+    /// Opens a JPEG for one sequential read, decoded at 1/`shrink` by libjpeg.
+    private static func loadJPEG(_ buffer: EncodedBuffer, shrink: Int) throws(HalcyonError) -> VipsImageRef {
+        var output: UnsafeMutablePointer<VipsImage>?
+        guard hc_load_jpeg_buffer_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), &output) == 0, let output else {
+            if let output { hc_unref(output) }
+            throw decodeError(format: .jpeg, message: VipsRuntime.takeErrorMessage())
+        }
+        return VipsImageRef(taking: output, retaining: [buffer])
+    }
+
+    /// The largest JPEG decoder shrink (8, 4 or 2) that keeps the longer side
+    /// at `pixels` or more; 1 when none does.
+    static func jpegShrink(longerSide: Int, atLeast pixels: Int) -> Int {
+        for shrink in [8, 4, 2] where (longerSide + shrink - 1) / shrink >= pixels {
+            return shrink
+        }
+        return 1
+    }
+
+    /// Decodes a still image opened for a sequential read into memory as 8-bit
+    /// sRGB, upright by the EXIF orientation that `header` carries.
+    private static func stillImage(_ sequential: VipsImageRef, header: VipsImageRef) throws(HalcyonError) -> VipsImageRef {
+        let orientation = withExtendedLifetime(header) { Int(hc_orientation(header.pointer)) }
+        guard (2...8).contains(orientation) else {
+            // Nothing to rotate: convert while decoding, one buffer in memory.
+            return try sequential.srgb8().decodedIntoMemory()
+        }
+        // Rotating needs random access: decode first, then rotate in memory.
+        return try sequential.decodedIntoMemory().apply("autorot") { hc_autorot($0, $1) }.srgb8().materialized()
     }
 
     private static func checkLimits(width: Int, frameHeight: Int, frameCount: Int, options: ImageDecodingOptions) throws(HalcyonError) {

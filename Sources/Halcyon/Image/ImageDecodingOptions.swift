@@ -19,6 +19,9 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     /// its longer side is at most `max(width, height) * scaleFactor` pixels.
     /// Never enlarges. Default nil.
     public var downsampleSize: CGSize?
+    /// How ``downsampleSize`` is reached: exactly (the default) or by the
+    /// JPEG loader's shrink alone. See ``DownsamplingMode``.
+    public var downsamplingMode: DownsamplingMode
     /// Largest width × height (× frames for an animation) accepted; checked on
     /// the header, before any pixel is decoded. Default 50 MP.
     public var maxPixelCount: Int
@@ -31,6 +34,7 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         onlyFirstFrame: Bool = false,
         preloadAllAnimationData: Bool = false,
         downsampleSize: CGSize? = nil,
+        downsamplingMode: DownsamplingMode = .exact,
         maxPixelCount: Int = ImageDecodingOptions.defaultMaxPixelCount,
         maxFrameCount: Int = ImageDecodingOptions.defaultMaxFrameCount
     ) {
@@ -38,6 +42,7 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         self.onlyFirstFrame = onlyFirstFrame
         self.preloadAllAnimationData = preloadAllAnimationData
         self.downsampleSize = downsampleSize
+        self.downsamplingMode = downsamplingMode
         self.maxPixelCount = maxPixelCount
         self.maxFrameCount = maxFrameCount
     }

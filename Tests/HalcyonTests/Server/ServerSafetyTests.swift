@@ -89,6 +89,45 @@ struct ServerLocalTests {
     }
 }
 
+@Suite("Server caches")
+struct ServerCacheTests {
+    /// Finished entries in a disk cache folder (temporary files start with a dot).
+    static func diskEntries(_ folder: URL) -> [String] {
+        let names = (FileManager.default.enumerator(atPath: folder.path)?.allObjects as? [String]) ?? []
+        return names.filter { name in
+            var isFolder: ObjCBool = false
+            let exists = FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path, isDirectory: &isFolder)
+            return exists && !isFolder.boolValue && !(name as NSString).lastPathComponent.hasPrefix(".")
+        }
+    }
+
+    @Test("the disk cache keeps processed results of http sources, not of local files")
+    func diskCacheHoldsNetworkResultsOnly() async throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-caches-\(UUID().uuidString)")
+        let root = base.appendingPathComponent("root"), cache = base.appendingPathComponent("cache")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        try ManagerFixture.sampleImage().write(to: root.appendingPathComponent("a.jpg"))
+        let fixture = try await ServerFixture.start {
+            $0.localRoot = root.path
+            $0.cacheDirectory = cache.path
+        }
+        defer { Task { await fixture.stop() } }
+
+        let local = try await fixture.get(fixture.signedPath("w:16", source: "local://a.jpg"))
+        #expect(local.status == 200)
+        let remote = try await fixture.get(fixture.signedPath("w:16", source: fixture.source("/image/a")))
+        #expect(remote.status == 200)
+        #expect(try Image(data: remote.body).width == 16)
+        // Disk writes finish after the response: wait for the first, then give a second one time to show up.
+        let written = await fixture.upstream.wait(timeout: 5) { !Self.diskEntries(cache).isEmpty }
+        #expect(written, "the http result never reached the disk cache")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(Self.diskEntries(cache).count == 1, "\(Self.diskEntries(cache))")
+        await fixture.stop()
+    }
+}
+
 @Suite("Server limits")
 struct ServerLimitTests {
     @Test("A 16384×16384 PNG bomb is refused from its header")
