@@ -25,10 +25,7 @@ public struct DefaultCacheSerializer: CacheSerializer {
 
     public func data(with image: Image, original: Data?) throws(HalcyonError) -> Data {
         if let original, !original.isEmpty {
-            if preferCacheOriginalData { return original }
-            // Hash the bytes only when they could be the image's source at all.
-            if let fingerprint = image.sourceFingerprint, fingerprint.count == original.count,
-               fingerprint == DataFingerprint(original) {
+            if preferCacheOriginalData || image.sourceFingerprint?.identifies(original) == true {
                 return original
             }
         }

@@ -15,4 +15,9 @@ struct DataFingerprint: Sendable, Hashable {
         count = data.count
         digest = hasher.finalize()
     }
+
+    /// Whether `data` has this fingerprint; hashes it only when the length matches.
+    func identifies(_ data: Data) -> Bool {
+        count == data.count && self == DataFingerprint(data)
+    }
 }

@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Order of work: sniff the format, read only the header, check the pixel and
 /// frame limits, then decode (or shrink-on-load when a downsample size is
-/// given, exactly or by the JPEG loader alone: ``DownsamplingMode``). EXIF orientation is applied to still images. Errors are
+/// given, exactly or by the JPEG loader alone: ``DownsamplingMode``). EXIF
+/// orientation is applied to still images. Errors are
 /// `HalcyonError.processorError` reasons; no input crashes.
 public enum ImageDecoder {
     /// Decodes `data`; runs on the caller's thread.
@@ -98,23 +99,27 @@ public enum ImageDecoder {
     /// Opens the buffer lazily: libvips reads the header only.
     /// With `sequential`, the image can be read once from top to bottom only.
     private static func load(_ buffer: EncodedBuffer, format: ImageFormat, allFrames: Bool, sequential: Bool = false) throws(HalcyonError) -> VipsImageRef {
-        var output: UnsafeMutablePointer<VipsImage>?
-        let status = sequential
-            ? hc_load_buffer_sequential(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
-            : hc_load_buffer(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, &output)
-        guard status == 0, let output else {
-            if let output { hc_unref(output) }
-            throw decodeError(format: format, message: VipsRuntime.takeErrorMessage())
+        try runLoader(on: buffer, format: format) { output in
+            sequential
+                ? hc_load_buffer_sequential(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, output)
+                : hc_load_buffer(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, output)
         }
-        return VipsImageRef(taking: output, retaining: [buffer])
     }
 
     /// Opens a JPEG for one sequential read, decoded at 1/`shrink` by libjpeg.
     private static func loadJPEG(_ buffer: EncodedBuffer, shrink: Int) throws(HalcyonError) -> VipsImageRef {
+        try runLoader(on: buffer, format: .jpeg) { hc_load_jpeg_buffer_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), $0) }
+    }
+
+    /// Runs a loader call on `buffer`; the image keeps the buffer alive, and a
+    /// failure becomes a decode error for `format`.
+    private static func runLoader(
+        on buffer: EncodedBuffer, format: ImageFormat, _ call: (UnsafeMutablePointer<UnsafeMutablePointer<VipsImage>?>) -> Int32
+    ) throws(HalcyonError) -> VipsImageRef {
         var output: UnsafeMutablePointer<VipsImage>?
-        guard hc_load_jpeg_buffer_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), &output) == 0, let output else {
+        guard call(&output) == 0, let output else {
             if let output { hc_unref(output) }
-            throw decodeError(format: .jpeg, message: VipsRuntime.takeErrorMessage())
+            throw decodeError(format: format, message: VipsRuntime.takeErrorMessage())
         }
         return VipsImageRef(taking: output, retaining: [buffer])
     }
