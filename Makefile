@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps build run test test-asan test-tsan check bench bench-server clean
+.PHONY: deps build run test test-asan test-tsan check bench bench-server soak clean
 
 ## deps: install libvips-dev (and pkg-config) when missing.
 deps:
@@ -69,6 +69,15 @@ bench: deps
 	echo; echo "| benchmark | comparison | result | goal | met |"; cat $(BENCH_WORK)/summary.md 2>/dev/null; echo; \
 	echo "==> results in bench-results.md"; \
 	if [ -n "$$failed" ]; then echo "benchmarks that failed or missed their goal:$$failed"; exit 1; fi
+
+## soak: a release `halcyon serve` under an unsigned /health flood plus signed uncached resizes (with
+##       worst-case requests and bad signatures) for SOAK_SECONDS (default 600); fails on a crash, an
+##       unanswered request, or peak RSS over the configured budgets + 64 MB. Needs wrk and python3.
+soak: deps
+	@command -v wrk >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk python3; }
+	$(SWIFT) build -c release --product halcyon
+	HALCYON_BIN="$$($(SWIFT) build -c release --show-bin-path)/halcyon" bash scripts/soak.sh
 
 ## bench-server: halcyon serve vs nginx (cached) and thumbor 7 (uncached) under wrk; appends to bench-results.md.
 ## Needs wrk and nginx (apt) and thumbor (pip install thumbor; set THUMBOR=/path/to/thumbor if not on PATH).

@@ -1,6 +1,11 @@
 #define _GNU_SOURCE
 #include "halcyon_vips.h"
+#include "halcyon_cancel.h"
 
+#include <stdlib.h>
+#include <vips/vector.h>
+
+#include <malloc.h>
 #include <pthread.h>
 #include <string.h>
 #include <strings.h>
@@ -18,6 +23,12 @@ static void hc_init_once(void) {
     /* Halcyon caches images itself; libvips' operation cache would only hold
      * memory and leak across requests. */
     vips_cache_set_max(0);
+    /* orc's code generation is not safe across threads in the orc 0.4.33 that
+     * libvips 8.14 uses: concurrent pipelines crashed in orc_code_allocate_codemem.
+     * Vector paths off, before any libvips thread exists (HALCYON_VIPS_VECTOR=1
+     * turns them back on, for benchmarks only). */
+    const char *vector = getenv("HALCYON_VIPS_VECTOR");
+    vips_vector_set_enabled(vector != NULL && strcmp(vector, "1") == 0);
     /* Input comes from the network: refuse loaders libvips marks untrusted
      * (ImageMagick, librsvg, OpenSlide, ...). */
     vips_block_untrusted_set(TRUE);
@@ -44,6 +55,10 @@ const char *hc_version_string(void) { return vips_version_string(); }
 int hc_has_operation(const char *name) {
     return vips_type_find("VipsOperation", name) != 0 ? 1 : 0;
 }
+
+int hc_malloc_set_arena_max(int count) { return mallopt(M_ARENA_MAX, count) == 1 ? 0 : -1; }
+
+void hc_malloc_trim(void) { malloc_trim(0); }
 
 /* MARK: - Loading */
 
@@ -117,7 +132,9 @@ int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out) {
 }
 
 int hc_copy_memory(VipsImage *in, VipsImage **out) {
-    VipsImage *image = vips_image_copy_memory(in);
+    VipsImage *guarded = hc_cancel_guard(in);
+    VipsImage *image = vips_image_copy_memory(guarded);
+    g_object_unref(guarded);
     if (image == NULL) {
         return -1;
     }
@@ -146,6 +163,12 @@ int hc_decode_to_memory(VipsImage *in, VipsImage **out) {
     int width = vips_image_get_width(in);
     int height = vips_image_get_height(in);
     for (int top = 0; top < height; top += strip) {
+        if (hc_cancel_current_triggered()) {
+            vips_error("halcyon", "%s", "cancelled");
+            g_object_unref(region);
+            g_object_unref(image);
+            return -1;
+        }
         VipsRect rect = {0, top, width, height - top < strip ? height - top : strip};
         if (vips_region_prepare(region, &rect) != 0) {
             g_object_unref(region);
@@ -180,7 +203,10 @@ int hc_new_from_memory(const void *pixels, size_t length, int width, int height,
 }
 
 void *hc_write_to_memory(VipsImage *in, size_t *length) {
-    return vips_image_write_to_memory(in, length);
+    VipsImage *guarded = hc_cancel_guard(in);
+    void *pixels = vips_image_write_to_memory(guarded, length);
+    g_object_unref(guarded);
+    return pixels;
 }
 
 /* MARK: - Metadata */
@@ -386,28 +412,46 @@ int hc_join_vertical(VipsImage **images, int n, VipsImage **out) {
 /* MARK: - Saving */
 
 int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t *length) {
-    return vips_jpegsave_buffer(in, buffer, length, "Q", quality, "interlace", interlace, NULL);
+    VipsImage *guarded = hc_cancel_guard(in);
+    int result = vips_jpegsave_buffer(guarded, buffer, length, "Q", quality, "interlace", interlace, NULL);
+    g_object_unref(guarded);
+    return result;
 }
 
 int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, size_t *length) {
-    return vips_pngsave_buffer(in, buffer, length, "compression", compression, "interlace",
+    VipsImage *guarded = hc_cancel_guard(in);
+    int result = vips_pngsave_buffer(guarded, buffer, length, "compression", compression, "interlace",
                                interlace, NULL);
+    g_object_unref(guarded);
+    return result;
 }
 
 int hc_gifsave(VipsImage *in, void **buffer, size_t *length) {
-    return vips_gifsave_buffer(in, buffer, length, NULL);
+    VipsImage *guarded = hc_cancel_guard(in);
+    int result = vips_gifsave_buffer(guarded, buffer, length, NULL);
+    g_object_unref(guarded);
+    return result;
 }
 
 int hc_webpsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length) {
-    return vips_webpsave_buffer(in, buffer, length, "Q", quality, "lossless", lossless, NULL);
+    VipsImage *guarded = hc_cancel_guard(in);
+    int result = vips_webpsave_buffer(guarded, buffer, length, "Q", quality, "lossless", lossless, NULL);
+    g_object_unref(guarded);
+    return result;
 }
 
 int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length) {
-    return vips_heifsave_buffer(in, buffer, length, "Q", quality, "lossless", lossless,
+    VipsImage *guarded = hc_cancel_guard(in);
+    int result = vips_heifsave_buffer(guarded, buffer, length, "Q", quality, "lossless", lossless,
                                 "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 2,
                                 NULL);
+    g_object_unref(guarded);
+    return result;
 }
 
 int hc_tiffsave(VipsImage *in, void **buffer, size_t *length) {
-    return vips_tiffsave_buffer(in, buffer, length, NULL);
+    VipsImage *guarded = hc_cancel_guard(in);
+    int result = vips_tiffsave_buffer(guarded, buffer, length, NULL);
+    g_object_unref(guarded);
+    return result;
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Halcyon
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -74,6 +75,10 @@ public final class ImageServer: Service {
     }
 
     /// Runs the servers until graceful shutdown, then shuts the downloader down.
+    ///
+    /// On graceful shutdown the servers stop accepting and wait for the
+    /// requests in flight; after ``ServerConfiguration/shutdownTimeout`` the
+    /// work still running is cancelled (its clients get 503).
     public func run() async throws {
         if !configuration.isSigned {
             logger.critical("""
@@ -81,38 +86,88 @@ public final class ImageServer: Service {
                 ANY allowed URL. Set HALCYON_KEY and HALCYON_SALT before exposing it. !!!
                 """)
         }
-        let service = self.service
-        let main = Application(
-            responder: CallbackResponder<BasicRequestContext> { request, _ in await service.respond(to: request) },
-            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-            onServerRunning: { [self] channel in ports.withLock { $0.main = channel.localAddress?.port } },
-            logger: logger)
-        var applications: [any Service] = [main]
-        if let metricsPort = configuration.metricsPort {
-            applications.append(Application(
-                responder: CallbackResponder<BasicRequestContext> { request, _ in
-                    request.uri.path == "/metrics" ? service.metricsResponse()
-                        : Response(status: .notFound, headers: [.contentType: "application/json"],
-                                   body: ResponseBody(byteBuffer: ByteBuffer(data: ServerError(status: 404, code: "not_found", message: "only /metrics here").body)))
-                },
-                configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: metricsPort), serverName: nil),
-                onServerRunning: { [self] channel in ports.withLock { $0.metrics = channel.localAddress?.port } },
-                logger: logger))
-        }
+        var applications: [any Service] = [mainApplication()]
+        if let metrics = metricsApplication() { applications.append(metrics) }
         logger.info("halcyon serve on \(configuration.host):\(configuration.port)")
         defer { logger.info("halcyon serve stopped") }
+        let admission = service.admission
+        let deadline = configuration.shutdownTimeout
+        let logger = self.logger
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for application in applications {
-                    group.addTask { try await application.run() }
+            try await withGracefulShutdownHandler {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for application in applications {
+                        group.addTask { try await application.run() }
+                    }
+                    try await group.waitForAll()
                 }
-                try await group.waitForAll()
+            } onGracefulShutdown: {
+                Task {
+                    try await Task.sleep(for: .milliseconds(Int64(deadline * 1000)))
+                    let running = admission.runningCount
+                    if running > 0 { logger.notice("shutdown deadline passed: cancelling \(running) requests") }
+                    admission.cancelAll()
+                }
             }
         } catch {
             await cleanUp()
             throw error
         }
         await cleanUp()
+    }
+
+    /// The main port: the router with its middleware on HTTP/1 with the connection limits.
+    private func mainApplication() -> some Service {
+        let service = self.service
+        let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics))
+        router.get("/health") { _, context in
+            context.record.route = "health"
+            return try await service.healthResponse()
+        }
+        if configuration.metricsPort == nil {
+            router.get("/metrics") { _, context in
+                context.record.route = "metrics"
+                return service.metricsResponse()
+            }
+        }
+        let images = router.group().add(middleware: SignatureMiddleware(signer: service.signer))
+        images.get("**") { request, context in try await service.image(request, context: context) }
+        images.head("**") { request, context in try await service.image(request, context: context) }
+        for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
+            router.on("**", method: method) { _, context -> Response in
+                context.record.route = "image"
+                throw ServerError(status: 405, code: "method_not_allowed", message: "only GET and HEAD are served")
+            }
+        }
+        let connections = service.connections
+        let http = HTTP1Channel.Configuration(
+            additionalChannelHandlers: connections.handlers(),
+            idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
+        return Application(
+            router: router,
+            server: .http1(configuration: http),
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+            onServerRunning: { [ports] channel in ports.withLock { $0.main = channel.localAddress?.port } },
+            logger: logger)
+    }
+
+    /// `/metrics` on its own host and port, when configured.
+    private func metricsApplication() -> (any Service)? {
+        guard let metricsPort = configuration.metricsPort else { return nil }
+        let service = self.service
+        let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics))
+        router.get("/metrics") { _, context in
+            context.record.route = "metrics"
+            return service.metricsResponse()
+        }
+        return Application(
+            router: router,
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.metricsHost ?? configuration.host, port: metricsPort), serverName: nil),
+            onServerRunning: { [ports] channel in ports.withLock { $0.metrics = channel.localAddress?.port } },
+            logger: logger)
     }
 
     private func cleanUp() async {
@@ -131,6 +186,10 @@ extension ImageServer {
         logLevel: Logger.Level = .info,
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws {
+        // glibc makes up to 8 malloc arenas per core, each keeping freed image
+        // buffers: RSS grows far past the budgets under concurrent work. Two
+        // arenas keep it near what is live (MALLOC_ARENA_MAX, if set, wins).
+        if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil { MallocTuning.limitArenas(to: 2) }
         var logger = Logger(label: "halcyon.serve")
         logger.logLevel = logLevel
         let server = try ImageServer(configuration: configuration, logger: logger)

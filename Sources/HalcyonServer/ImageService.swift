@@ -5,9 +5,14 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The request handler: routes `/health`, `/metrics` and image paths, and
-/// answers each image request through the ``HalcyonManager`` (its caches and
-/// coalescing) with the safety checks and response headers of the service.
+/// The handlers of the image service: `/health`, `/metrics` and image paths.
+///
+/// An image request passes the router's middleware (request log, signature),
+/// then here: options, source policy, the response cache, admission (a slot
+/// with a queue deadline, then memory by estimate, see ``MemoryAdmission``),
+/// the ``HalcyonManager`` (its caches and coalescing), one encode and the
+/// response headers. The work stops when the request stops (timeout, client
+/// hang-up, shutdown deadline; see ``WorkAdmission``).
 public final class ImageService: Sendable {
     /// The settings.
     public let configuration: ServerConfiguration
@@ -15,16 +20,20 @@ public final class ImageService: Sendable {
     public let manager: HalcyonManager
     /// The metrics.
     public let metrics: ServerMetrics
-    private let signer: URLSigner?
+    /// The process-wide budget of image memory.
+    public let memoryBudget: MemoryBudget
+    /// Slots, timeouts and cancellation of running work.
+    public let admission: WorkAdmission
+    /// The connection-level limits, whose hang-up watch the admission uses.
+    public let connections: ConnectionLimits
+    let signer: URLSigner?
     private let resolver: SourceResolver
-    private let limiter: InFlightLimiter
     private let responses: ResponseCache
-    private let health: HealthCheck
+    private let health: HealthMonitor
     private let logger: Logger
     private let encodeQueue = DispatchQueue(label: "halcyon.server.encode", qos: .userInitiated, attributes: .concurrent)
-    private let serveMetricsHere: Bool
 
-    /// Makes the handler; `configuration` must have passed ``ServerConfiguration/validate()``.
+    /// Makes the handlers; `configuration` must have passed ``ServerConfiguration/validate()``.
     public init(configuration: ServerConfiguration, manager: HalcyonManager, metrics: ServerMetrics, logger: Logger) throws(ServerConfiguration.ConfigurationError) {
         self.configuration = configuration
         self.manager = manager
@@ -33,10 +42,16 @@ public final class ImageService: Sendable {
         let pairs = try configuration.keyPairs()
         signer = pairs.isEmpty ? nil : URLSigner(pairs: pairs)
         resolver = SourceResolver(localRoot: configuration.localRoot, allowedPrefixes: configuration.allowedSources)
-        limiter = InFlightLimiter(limit: configuration.maxInFlight, queue: configuration.maxQueue)
         responses = ResponseCache(limit: configuration.responseCacheMegabytes * 1024 * 1024, lifetime: 300)
-        health = HealthCheck()
-        serveMetricsHere = configuration.metricsPort == nil
+        health = HealthMonitor()
+        memoryBudget = MemoryBudget(capacity: configuration.memoryBudgetMegabytes * 1024 * 1024)
+        connections = ConnectionLimits(
+            maxConnections: configuration.maxConnections, headerTimeout: .milliseconds(Int64(configuration.headerTimeout * 1000)))
+        admission = WorkAdmission(
+            limiter: InFlightLimiter(limit: configuration.maxInFlight, queue: configuration.maxQueue),
+            queueTimeout: .milliseconds(Int64(configuration.queueTimeout * 1000)),
+            requestTimeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
+            connections: connections)
     }
 
     /// The decoding limits from the configuration.
@@ -47,30 +62,7 @@ public final class ImageService: Sendable {
         return options
     }
 
-    // MARK: - Entry
-
-    /// Answers one request.
-    public func respond(to request: Request) async -> Response {
-        let start = ContinuousClock.now
-        let path = request.uri.path
-        let route: String
-        let response: Response
-        if path == "/health" {
-            route = "health"
-            response = await healthResponse()
-        } else if path == "/metrics" && serveMetricsHere {
-            route = "metrics"
-            response = metricsResponse()
-        } else {
-            route = "image"
-            metrics.enter()
-            response = await imageResponse(request)
-            metrics.leave()
-        }
-        metrics.request(route: route, status: Int(response.status.code))
-        metrics.total(ContinuousClock.now - start)
-        return response
-    }
+    // MARK: - Health and metrics
 
     /// The `/metrics` answer.
     public func metricsResponse() -> Response {
@@ -79,72 +71,38 @@ public final class ImageService: Sendable {
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
     }
 
-    private func healthResponse() async -> Response {
-        let ok = await withCheckedContinuation { continuation in
-            encodeQueue.async { continuation.resume(returning: self.health.check()) }
+    /// The `/health` answer: 200 while libvips makes, resizes and encodes an image (checked at most once a second), else 503.
+    public func healthResponse() async throws -> Response {
+        guard await health.isHealthy() else {
+            throw ServerError(status: 503, code: "unhealthy", message: "libvips cannot make and encode an image")
         }
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
-        if ok {
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
-        }
-        return errorResponse(ServerError(status: 503, code: "unhealthy", message: "libvips cannot make and encode an image"))
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"status":"ok"}"#)))
     }
 
     // MARK: - Image requests
 
-    private func imageResponse(_ request: Request) async -> Response {
-        do {
-            return try await image(request)
-        } catch let error as ServerError {
-            return errorResponse(error)
-        } catch let error as HalcyonError {
-            return errorResponse(ServerError.from(error))
-        } catch {
-            return errorResponse(ServerError(status: 500, code: "internal", message: "internal error"))
-        }
-    }
-
-    private func image(_ request: Request) async throws -> Response {
-        guard request.method == .get || request.method == .head else {
-            throw ServerError(status: 405, code: "method_not_allowed", message: "only GET and HEAD are served")
-        }
+    /// Answers an image request (GET or HEAD, signature already checked by ``SignatureMiddleware``).
+    public func image(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        context.record.route = "image"
+        metrics.enter()
+        defer { metrics.leave() }
         if let length = request.headers[.contentLength], length != "0" {
             throw ServerError(status: 413, code: "request_body_not_allowed", message: "requests must not have a body")
         }
         if request.headers[.transferEncoding] != nil {
             throw ServerError(status: 413, code: "request_body_not_allowed", message: "requests must not have a body")
         }
-
-        let parsed: ImageRequestPath
-        do {
-            parsed = try ImageURLParser.parse(request.uri.path)
-        } catch {
-            throw ServerError(status: 400, code: "invalid_path", message: error.message)
-        }
-        if let signer {
-            guard signer.verify(signature: parsed.signature, path: parsed.signedPath) else {
-                throw ServerError(status: 403, code: "invalid_signature", message: "the signature does not match")
-            }
-        }
+        let parsed = try Self.parsePath(request.uri.path)
         let options: ProcessingOptions
         do {
             options = try ProcessingOptions.parse(parsed.options, maxDimension: configuration.maxResultDimension)
         } catch {
             throw ServerError(status: 400, code: "invalid_option", message: "option \"\(error.option)\": \(error.message)")
         }
-        let source: Source
-        do {
-            source = try resolver.resolve(parsed.source)
-        } catch {
-            switch error {
-            case .invalid(let message): throw ServerError(status: 400, code: "invalid_source", message: message)
-            case .notAllowed: throw ServerError(status: 403, code: "source_not_allowed", message: "the source is not under an allowed prefix")
-            case .escapesRoot: throw ServerError(status: 403, code: "path_escape", message: "the local path leaves the root")
-            case .notFound: throw ServerError(status: 404, code: "source_not_found", message: "no such local file")
-            }
-        }
+        let source = try resolve(parsed.source)
 
         // Output format: extension or f:, else Accept, else the source's.
         let explicit = parsed.outputExtension ?? options.format
@@ -154,65 +112,90 @@ public final class ImageService: Sendable {
 
         if let cached = responses.value(for: responseKey) {
             metrics.cache("response")
+            context.record.cacheTier = "response"
             return success(cached, request: request, varyAccept: explicit == nil)
         }
+        try checkLocalSize(source)
 
-        if case .provider(let provider) = source, let url = provider.contentURL,
-           let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int,
-           size > configuration.maxSourceBytes {
-            throw ServerError(status: 422, code: "source_too_large", message: "the source is larger than \(configuration.maxSourceBytes) bytes")
-        }
-
-        guard await limiter.acquire() else {
-            var headers = HTTPFields()
-            headers[.retryAfter] = "1"
-            return errorResponse(ServerError(status: 429, code: "too_many_requests", message: "too many requests in flight"), extra: headers)
-        }
-        defer { limiter.release() }
-
-        let entry = try await withRequestTimeout {
-            try await self.produce(source: source, processor: processor, explicit: explicit, negotiated: negotiated, quality: options.quality)
+        let memory = MemoryAdmission(
+            budget: memoryBudget, options: options, limits: decodingLimits,
+            maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000),
+            wait: .milliseconds(Int64(configuration.queueTimeout * 1000)))
+        defer { memory.release() }
+        let guarded = memory.guarding(processor)
+        let entry = try await admission.run(on: context.channel) {
+            try await self.produce(source: source, processor: guarded, explicit: explicit, negotiated: negotiated, quality: options.quality, record: context.record)
         }
         responses.store(entry, for: responseKey)
         return success(entry, request: request, varyAccept: explicit == nil)
     }
 
-    /// Retrieves, checks and encodes the image.
+    /// The parsed image path, or a 400 naming the problem.
+    static func parsePath(_ path: String) throws(ServerError) -> ImageRequestPath {
+        do {
+            return try ImageURLParser.parse(path)
+        } catch {
+            throw ServerError(status: 400, code: "invalid_path", message: error.message)
+        }
+    }
+
+    private func resolve(_ text: String) throws(ServerError) -> Source {
+        do {
+            return try resolver.resolve(text)
+        } catch {
+            switch error {
+            case .invalid(let message): throw ServerError(status: 400, code: "invalid_source", message: message)
+            case .notAllowed: throw ServerError(status: 403, code: "source_not_allowed", message: "the source is not under an allowed prefix")
+            case .escapesRoot: throw ServerError(status: 403, code: "path_escape", message: "the local path leaves the root")
+            case .notFound: throw ServerError(status: 404, code: "source_not_found", message: "no such local file")
+            }
+        }
+    }
+
+    private func checkLocalSize(_ source: Source) throws(ServerError) {
+        if case .provider(let provider) = source, let url = provider.contentURL,
+           let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int,
+           size > configuration.maxSourceBytes {
+            throw ServerError(status: 422, code: "source_too_large", message: "the source is larger than \(configuration.maxSourceBytes) bytes")
+        }
+    }
+
+    /// Retrieves, checks and encodes the image; cancelling the calling task stops every step.
     private func produce(
-        source: Source, processor: (any ImageProcessor)?, explicit: ImageFormat?, negotiated: ImageFormat?, quality: Int?
+        source: Source, processor: any ImageProcessor, explicit: ImageFormat?, negotiated: ImageFormat?, quality: Int?, record: RequestRecord
     ) async throws -> ResponseCache.Entry {
         var items: HalcyonOptionsInfo = [
             .retryFailed,
             .maxPixelCount(decodingLimits.maxPixelCount),
             .maxFrameCount(decodingLimits.maxFrameCount),
             .callbackQueue(.untouch),
+            .processor(processor),
         ]
-        if let processor { items.append(.processor(processor)) }
         // A local file is its own durable copy: its results stay in memory, and
         // the disk cache keeps what came over the network.
         if case .provider = source { items.append(.cacheMemoryOnly) }
         let started = ContinuousClock.now
-        let result = try await manager.retrieveImage(with: source, options: items)
+        let result: RetrieveImageResult
+        do {
+            result = try await manager.retrieveImage(with: source, options: items)
+        } catch {
+            throw serverError(for: error)
+        }
         let image = result.image
         metrics.cache(Self.cacheName(result.cacheType))
+        record.cacheTier = Self.cacheName(result.cacheType)
         let downloadSeconds = result.metrics?.totalDuration ?? 0
         if downloadSeconds > 0 { metrics.download(.milliseconds(Int64(downloadSeconds * 1000))) }
-
-        let limit = configuration.maxResultDimension
-        guard image.width <= limit, image.height <= limit else {
-            throw ServerError(status: 422, code: "result_too_large",
-                              message: "the result of \(image.width)x\(image.height) exceeds \(limit) pixels per side")
-        }
+        try checkResult(image)
         let format = explicit ?? negotiated ?? image.originalFormat
         let encoding = Self.encoding(for: format, quality: quality, hasAlpha: image.hasAlpha)
-        let body: Data = try await withCheckedThrowingContinuation { continuation in
-            encodeQueue.async {
-                do throws(HalcyonError) {
-                    continuation.resume(returning: try ImageEncoder.encode(image, as: encoding))
-                } catch {
-                    continuation.resume(throwing: error)
-                }
+        let body: Data
+        do {
+            body = try await RenderCancellation.perform(on: .dispatch(encodeQueue)) { () throws(HalcyonError) -> Data in
+                try ImageEncoder.encode(image, as: encoding)
             }
+        } catch {
+            throw ServerError.from(error)
         }
         let processing = (ContinuousClock.now - started) - .milliseconds(Int64(downloadSeconds * 1000))
         metrics.processing(max(.zero, processing))
@@ -221,17 +204,26 @@ public final class ImageService: Sendable {
         return ResponseCache.Entry(body: body, contentType: encoding.format.mimeType, etag: etag)
     }
 
-    private func withRequestTimeout<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        let timeout = configuration.requestTimeout
-        return try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await work() }
-            group.addTask {
-                try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
-                throw ServerError(status: 504, code: "request_timeout", message: "the request took longer than \(timeout) s")
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw CancellationError() }
-            return first
+    /// The answer for a retrieval error; the detail of an SSRF refusal goes to the log only.
+    private func serverError(for error: HalcyonError) -> ServerError {
+        if case .requestError(let reason) = error, case .connectionRefusedByGate(let url, let detail) = reason {
+            logger.notice("source address forbidden", metadata: ["url": "\(url)", "detail": "\(detail)"])
+        }
+        return ServerError.from(error)
+    }
+
+    /// Refuses a result over the per-side or the megapixel limit (a backstop: both are checked from the header first).
+    private func checkResult(_ image: Image) throws(ServerError) {
+        let limit = configuration.maxResultDimension
+        guard image.width <= limit, image.height <= limit else {
+            throw ServerError(status: 422, code: "result_too_large",
+                              message: "the result of \(image.width)x\(image.height) exceeds \(limit) pixels per side")
+        }
+        let pixels = image.width * image.height * max(1, image.frameCount)
+        let maxPixels = Int(configuration.maxResultMegapixels * 1_000_000)
+        guard pixels <= maxPixels else {
+            throw ServerError(status: 422, code: "result_too_many_pixels",
+                              message: "result of \(image.width)x\(image.height) x \(image.frameCount) frames exceeds \(maxPixels) pixels")
         }
     }
 
@@ -251,19 +243,6 @@ public final class ImageService: Sendable {
         headers[.contentType] = entry.contentType
         headers[.contentLength] = String(entry.body.count)
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: entry.body)))
-    }
-
-    private func errorResponse(_ error: ServerError, extra: HTTPFields = HTTPFields()) -> Response {
-        metrics.error(code: error.code)
-        // No Cache-Control on errors: only successes are declared cacheable.
-        var headers = extra
-        headers[.contentType] = "application/json"
-        headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
-        headers[.xContentTypeOptions] = "nosniff"
-        let body = error.body
-        headers[.contentLength] = String(body.count)
-        return Response(status: HTTPResponse.Status(code: error.status), headers: headers,
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     // MARK: - Helpers

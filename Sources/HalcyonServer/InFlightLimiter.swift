@@ -2,8 +2,8 @@ import Foundation
 import Halcyon
 
 /// Bounds the requests processed at once: up to `limit` run, up to `queue`
-/// wait (first come, first served), the rest are refused at once (429).
-/// One lock guards the counts and the waiters.
+/// wait (first come, first served) for at most their deadline, the rest are
+/// refused at once (429). One lock guards the counts and the waiters.
 public final class InFlightLimiter: Sendable {
     private struct State {
         var running = 0
@@ -26,8 +26,12 @@ public final class InFlightLimiter: Sendable {
     /// How many run now.
     public var running: Int { state.withLock { $0.running } }
 
-    /// Takes a slot, waiting in the queue if there is room; false when refused or cancelled while waiting.
-    public func acquire() async -> Bool {
+    /// How many wait now.
+    public var waiting: Int { state.withLock { $0.waiters.count } }
+
+    /// Takes a slot, waiting in the queue if there is room for at most `timeout`
+    /// (nil: no deadline); false when refused, timed out or cancelled while waiting.
+    public func acquire(waitingAtMost timeout: Duration? = nil) async -> Bool {
         enum Decision { case granted, refused, wait(Int) }
         let decision = state.withLock { state -> Decision in
             if state.running < limit {
@@ -42,6 +46,14 @@ public final class InFlightLimiter: Sendable {
         case .granted: return true
         case .refused: return false
         case .wait(let id):
+            let deadline = timeout.map { timeout in
+                Task { [weak self] in
+                    try? await Task.sleep(for: timeout)
+                    guard !Task.isCancelled else { return }
+                    self?.giveUp(id)
+                }
+            }
+            defer { deadline?.cancel() }
             return await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     let cancelled = state.withLock { state -> Bool in
@@ -52,13 +64,18 @@ public final class InFlightLimiter: Sendable {
                     if cancelled { continuation.resume(returning: false) }
                 }
             } onCancel: {
-                let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
-                    return state.waiters.remove(at: index).continuation
-                }
-                waiter?.resume(returning: false)
+                giveUp(id)
             }
         }
+    }
+
+    /// Takes waiter `id` out of the queue and tells it no, if it still waits.
+    private func giveUp(_ id: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.waiters.remove(at: index).continuation
+        }
+        waiter?.resume(returning: false)
     }
 
     /// Gives a slot back, to the first waiter if there is one.

@@ -11,6 +11,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var port = 8080
     /// A separate port for `/metrics`; nil serves it on the main port.
     public var metricsPort: Int?
+    /// Address the metrics port binds to; nil uses ``host``.
+    public var metricsHost: String?
     /// Hex HMAC keys; pairs with `salts` by index. Empty with `insecure` serves unsigned URLs.
     public var keys: [String] = []
     /// Hex salts, one per key.
@@ -41,8 +43,25 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var requestTimeout = 30.0
     /// Most requests processed at once. Default 2 × cores.
     public var maxInFlight = max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
-    /// Requests that may wait for a processing slot before 429. Default 0: 429 at once.
-    public var maxQueue = 0
+    /// Requests that may wait for a processing slot; more get 429 at once. Default 8 × cores.
+    public var maxQueue = max(16, ProcessInfo.processInfo.activeProcessorCount * 8)
+    /// Longest wait in the queue (for a slot, then for image memory) in seconds; 429 after. Default 10.
+    public var queueTimeout = 10.0
+    /// Largest result in megapixels, all frames counted, refused from the source's header. Default 50.
+    public var maxResultMegapixels = 50.0
+    /// Memory for images being worked on, MiB: each request's estimate (decoded
+    /// source plus results, × frames) is admitted against it before decoding.
+    /// Default: an eighth of the machine's memory, between 256 and 2048.
+    public var memoryBudgetMegabytes = ServerConfiguration.defaultMemoryBudget
+    /// Seconds a graceful shutdown waits for requests in flight before cancelling their work. Default 10.
+    public var shutdownTimeout = 10.0
+    /// Seconds an idle keep-alive connection is kept open. Default 10.
+    public var idleTimeout = 10.0
+    /// Seconds a client has to send the head of each request (slowloris guard). Default 10.
+    public var headerTimeout = 10.0
+    /// Most open client connections; further ones are closed at once. Default
+    /// 2048, lowered to leave 128 file descriptors free under the process's limit.
+    public var maxConnections = ServerConfiguration.defaultMaxConnections
     /// `Cache-Control: max-age` of successful responses, seconds. Default 31536000.
     public var cacheMaxAge = 31_536_000
     /// Folder of the disk cache of processed results of http(s) sources (results
@@ -57,6 +76,18 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
 
     /// Makes the defaults.
     public init() {}
+
+    /// An eighth of physical memory in MiB, clamped to 256...2048.
+    public static var defaultMemoryBudget: Int {
+        min(2048, max(256, Int(ProcessInfo.processInfo.physicalMemory / 8 / 1_048_576)))
+    }
+
+    /// 2048, or the open-file limit less 128 when that is lower (at least 16).
+    public static var defaultMaxConnections: Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(Int32.max) else { return 2048 }
+        return max(16, min(2048, Int(clamping: limit.rlim_cur) - 128))
+    }
 
     /// Whether URLs are checked against the keys.
     public var isSigned: Bool { !keys.isEmpty }
@@ -85,8 +116,12 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         if isSigned && insecure {
             throw ConfigurationError(message: "insecure mode is only allowed when no key is set")
         }
-        guard maxInFlight > 0, maxQueue >= 0, maxResultDimension > 0, maxSourceBytes > 0, maxSourceMegapixels > 0, maxFrames > 0 else {
+        guard maxInFlight > 0, maxQueue >= 0, maxResultDimension > 0, maxSourceBytes > 0, maxSourceMegapixels > 0, maxFrames > 0,
+              maxResultMegapixels > 0, memoryBudgetMegabytes > 0, maxConnections > 0 else {
             throw ConfigurationError(message: "limits must be positive")
+        }
+        guard queueTimeout >= 0, shutdownTimeout >= 0, idleTimeout > 0, headerTimeout > 0 else {
+            throw ConfigurationError(message: "timeouts must not be negative (idle and header timeouts above 0)")
         }
         guard (0...65535).contains(port), metricsPort.map({ (0...65535).contains($0) }) ?? true else {
             throw ConfigurationError(message: "ports must be in 0...65535")
@@ -137,6 +172,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         if let v = env["HALCYON_HOST"] { host = v }
         if let v = try int("HALCYON_PORT") { port = v }
         if let v = try int("HALCYON_METRICS_PORT") { metricsPort = v }
+        if let v = env["HALCYON_METRICS_HOST"] { metricsHost = v }
         if let v = list("HALCYON_KEY") { keys = v }
         if let v = list("HALCYON_SALT") { salts = v }
         if let v = bool("HALCYON_INSECURE") { insecure = v }
@@ -153,6 +189,13 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         if let v = try double("HALCYON_REQUEST_TIMEOUT") { requestTimeout = v }
         if let v = try int("HALCYON_MAX_IN_FLIGHT") { maxInFlight = v }
         if let v = try int("HALCYON_MAX_QUEUE") { maxQueue = v }
+        if let v = try double("HALCYON_QUEUE_TIMEOUT") { queueTimeout = v }
+        if let v = try double("HALCYON_MAX_RESULT_MEGAPIXELS") { maxResultMegapixels = v }
+        if let v = try int("HALCYON_MEMORY_BUDGET_MB") { memoryBudgetMegabytes = v }
+        if let v = try double("HALCYON_SHUTDOWN_TIMEOUT") { shutdownTimeout = v }
+        if let v = try double("HALCYON_IDLE_TIMEOUT") { idleTimeout = v }
+        if let v = try double("HALCYON_HEADER_TIMEOUT") { headerTimeout = v }
+        if let v = try int("HALCYON_MAX_CONNECTIONS") { maxConnections = v }
         if let v = try int("HALCYON_CACHE_MAX_AGE") { cacheMaxAge = v }
         if let v = env["HALCYON_CACHE_DIR"] { cacheDirectory = v }
         if let v = try int("HALCYON_DISK_CACHE_MB") { diskCacheMegabytes = v }
@@ -168,7 +211,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard let encoded = try? JSONEncoder().encode(shown),
               var object = (try? JSONSerialization.jsonObject(with: encoded)) as? [String: Any] else { return "{}" }
         // Unset optional values are shown as null rather than left out.
-        for name in ["metricsPort", "localRoot", "cacheDirectory"] where object[name] == nil { object[name] = NSNull() }
+        for name in ["metricsPort", "metricsHost", "localRoot", "cacheDirectory"] where object[name] == nil { object[name] = NSNull() }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
             return "{}"
         }
@@ -181,6 +224,7 @@ private struct PartialConfiguration: Decodable {
     var host: String?
     var port: Int?
     var metricsPort: Int?
+    var metricsHost: String?
     var keys: [String]?
     var salts: [String]?
     var insecure: Bool?
@@ -197,6 +241,13 @@ private struct PartialConfiguration: Decodable {
     var requestTimeout: Double?
     var maxInFlight: Int?
     var maxQueue: Int?
+    var queueTimeout: Double?
+    var maxResultMegapixels: Double?
+    var memoryBudgetMegabytes: Int?
+    var shutdownTimeout: Double?
+    var idleTimeout: Double?
+    var headerTimeout: Double?
+    var maxConnections: Int?
     var cacheMaxAge: Int?
     var cacheDirectory: String?
     var diskCacheMegabytes: Int?
@@ -208,6 +259,7 @@ private struct PartialConfiguration: Decodable {
         if let host { c.host = host }
         if let port { c.port = port }
         if let metricsPort { c.metricsPort = metricsPort }
+        if let metricsHost { c.metricsHost = metricsHost }
         if let keys { c.keys = keys }
         if let salts { c.salts = salts }
         if let insecure { c.insecure = insecure }
@@ -224,6 +276,13 @@ private struct PartialConfiguration: Decodable {
         if let requestTimeout { c.requestTimeout = requestTimeout }
         if let maxInFlight { c.maxInFlight = maxInFlight }
         if let maxQueue { c.maxQueue = maxQueue }
+        if let queueTimeout { c.queueTimeout = queueTimeout }
+        if let maxResultMegapixels { c.maxResultMegapixels = maxResultMegapixels }
+        if let memoryBudgetMegabytes { c.memoryBudgetMegabytes = memoryBudgetMegabytes }
+        if let shutdownTimeout { c.shutdownTimeout = shutdownTimeout }
+        if let idleTimeout { c.idleTimeout = idleTimeout }
+        if let headerTimeout { c.headerTimeout = headerTimeout }
+        if let maxConnections { c.maxConnections = maxConnections }
         if let cacheMaxAge { c.cacheMaxAge = cacheMaxAge }
         if let cacheDirectory { c.cacheDirectory = cacheDirectory }
         if let diskCacheMegabytes { c.diskCacheMegabytes = diskCacheMegabytes }

@@ -1,23 +1,50 @@
 import Foundation
 import Halcyon
+import Hummingbird
+import NIOCore
 
-/// An error answer: HTTP status, a stable machine code and a short message.
+/// An error answer: HTTP status, a stable machine code and a short message,
+/// rendered by itself as a JSON response (Hummingbird's `HTTPResponseError`).
 ///
 /// Messages name the request's own input (an option, a limit) but never echo
-/// an upstream body or internal paths.
-public struct ServerError: Error, Sendable, Equatable {
-    /// The HTTP status.
-    public let status: Int
+/// an upstream body, internal paths or what a host name resolves to. Error
+/// responses carry no `Cache-Control`: only successes are declared cacheable.
+public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
+    /// The HTTP status code.
+    public let statusCode: Int
     /// The stable code, e.g. `invalid_signature`.
     public let code: String
     /// A short human-readable message.
     public let message: String
+    /// Seconds for `Retry-After` (429 and 503 answers), nil for none.
+    public var retryAfter: Int?
 
     /// Makes an error.
-    public init(status: Int, code: String, message: String) {
-        self.status = status
+    public init(status: Int, code: String, message: String, retryAfter: Int? = nil) {
+        self.statusCode = status
         self.code = code
         self.message = message
+        self.retryAfter = retryAfter
+    }
+
+    /// The HTTP status.
+    public var status: HTTPResponse.Status { HTTPResponse.Status(code: statusCode) }
+
+    /// The JSON error response.
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        response()
+    }
+
+    /// The JSON error response, with the service's safety headers.
+    public func response() -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
+        headers[.xContentTypeOptions] = "nosniff"
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        let body = self.body
+        headers[.contentLength] = String(body.count)
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     /// The JSON body `{"error":{"code":"...","message":"..."}}`.
@@ -42,8 +69,9 @@ public struct ServerError: Error, Sendable, Equatable {
                 return ServerError(status: 502, code: "source_too_many_redirects", message: "the source needs more than \(limit) redirects")
             case .cannotConnect:
                 return ServerError(status: 502, code: "source_unreachable", message: "cannot connect to the source")
-            case .connectionRefusedByGate(_, let message):
-                return ServerError(status: 403, code: "source_address_forbidden", message: "source address not allowed: \(message)")
+            case .connectionRefusedByGate:
+                // The gate's detail (what the name resolves to) goes to the log, never to the client.
+                return ServerError(status: 403, code: "source_address_forbidden", message: "source address forbidden")
             case .blockedURL, .emptyRequest:
                 return ServerError(status: 502, code: "source_failed", message: "the source failed")
             }
@@ -78,6 +106,18 @@ public struct ServerError: Error, Sendable, Equatable {
                 return ServerError(status: 400, code: "invalid_option", message: "\(processor): \(message)")
             case .encodeFailed(let format, _):
                 return ServerError(status: 500, code: "encode_failed", message: "cannot encode \(format)")
+            case .resultTooLarge(let width, let height, let frames, let limit):
+                let frameText = frames > 1 ? " x \(frames) frames" : ""
+                return ServerError(status: 422, code: "result_too_many_pixels",
+                                   message: "result of \(width)x\(height)\(frameText) exceeds \(limit) pixels")
+            case .memoryBudgetExceeded(let needed, let budget, let waited):
+                let neededMB = (needed + 1_048_575) / 1_048_576
+                if waited {
+                    return ServerError(status: 429, code: "memory_busy",
+                                       message: "\(neededMB) MB of image memory did not come free in time", retryAfter: 1)
+                }
+                return ServerError(status: 413, code: "over_memory_budget",
+                                   message: "the image needs \(neededMB) MB, more than the budget of \(budget / 1_048_576) MB")
             case .processingFailed, .invalidProcessorChain, .engineUnavailable:
                 return ServerError(status: 500, code: "processing_failed", message: "processing failed")
             }

@@ -52,7 +52,7 @@ struct CLIFailure: Error, CustomStringConvertible {
         case .processorError(let reason):
             switch reason {
             case .emptyData, .unsupportedFormat, .corruptData: return ("not-an-image", 65)
-            case .tooManyPixels, .tooManyFrames: return ("too-large", 65)
+            case .tooManyPixels, .tooManyFrames, .resultTooLarge: return ("too-large", 65)
             case .invalidProcessorChain, .invalidParameter: return ("bad-chain", 64)
             default: return ("processing", 1)
             }

@@ -21,6 +21,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Address to bind.") var host: String?
     @Option(help: "Port to bind (0: any free port).") var port: Int?
     @Option(help: "Serve /metrics on this port instead of the main one.") var metricsPort: Int?
+    @Option(help: "Address the metrics port binds to (default: --host).") var metricsHost: String?
     @Option(help: "Root folder for local:// sources.") var localRoot: String?
     @Option(help: "Allowed source prefix (repeatable).") var allowSource: [String] = []
     @Flag(help: "Serve unsigned URLs (only when no key is set).") var insecure = false
@@ -28,6 +29,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Let sources on private, link-local and CGNAT addresses through the SSRF guard.") var allowPrivate = false
     @Option(help: "Most requests processed at once.") var maxInFlight: Int?
     @Option(help: "Requests that may wait for a slot before 429.") var maxQueue: Int?
+    @Option(help: "Longest wait in the queue, seconds, before 429.") var queueTimeout: Double?
+    @Option(help: "Largest result in megapixels, all frames counted.") var maxResultMegapixels: Double?
+    @Option(help: "Memory for images being worked on, MiB (admission budget).") var memoryBudget: Int?
+    @Option(help: "Seconds shutdown waits for requests before cancelling them.") var shutdownTimeout: Double?
+    @Option(help: "Seconds an idle keep-alive connection stays open.") var idleTimeout: Double?
+    @Option(help: "Seconds a client has to send a request head.") var headerTimeout: Double?
+    @Option(help: "Most open client connections.") var maxConnections: Int?
     @Option(help: "Largest source in bytes.") var maxSourceBytes: Int?
     @Option(help: "Largest source in megapixels.") var maxSourceMegapixels: Double?
     @Option(help: "Most animation frames.") var maxFrames: Int?
@@ -47,6 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let host { settings.host = host }
         if let port { settings.port = port }
         if let metricsPort { settings.metricsPort = metricsPort }
+        if let metricsHost { settings.metricsHost = metricsHost }
         if let localRoot { settings.localRoot = localRoot }
         if !allowSource.isEmpty { settings.allowedSources = allowSource }
         if insecure { settings.insecure = true }
@@ -54,6 +63,13 @@ struct ServeCommand: AsyncParsableCommand {
         if allowPrivate { settings.allowPrivate = true }
         if let maxInFlight { settings.maxInFlight = maxInFlight }
         if let maxQueue { settings.maxQueue = maxQueue }
+        if let queueTimeout { settings.queueTimeout = queueTimeout }
+        if let maxResultMegapixels { settings.maxResultMegapixels = maxResultMegapixels }
+        if let memoryBudget { settings.memoryBudgetMegabytes = memoryBudget }
+        if let shutdownTimeout { settings.shutdownTimeout = shutdownTimeout }
+        if let idleTimeout { settings.idleTimeout = idleTimeout }
+        if let headerTimeout { settings.headerTimeout = headerTimeout }
+        if let maxConnections { settings.maxConnections = maxConnections }
         if let maxSourceBytes { settings.maxSourceBytes = maxSourceBytes }
         if let maxSourceMegapixels { settings.maxSourceMegapixels = maxSourceMegapixels }
         if let maxFrames { settings.maxFrames = maxFrames }

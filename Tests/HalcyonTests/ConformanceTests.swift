@@ -84,6 +84,8 @@ struct ConformanceTests {
         case .invalidParameter: return ("invalidParameter", nil)
         case .invalidProcessorChain: return ("invalidProcessorChain", nil)
         case .engineUnavailable: return ("engineUnavailable", nil)
+        case .resultTooLarge: return ("resultTooLarge", nil)
+        case .memoryBudgetExceeded: return ("memoryBudgetExceeded", nil)
         }
     }
 

@@ -29,6 +29,11 @@ const char *hc_version_string(void);
 /** 1 when libvips can save through the named operation (for example "heifsave_buffer"). */
 int hc_has_operation(const char *name);
 
+/** Caps glibc's malloc arenas (mallopt M_ARENA_MAX); 0 on success. */
+int hc_malloc_set_arena_max(int count);
+/** Returns free heap memory to the system (malloc_trim). */
+void hc_malloc_trim(void);
+
 /* MARK: - Loading */
 
 /** Name of the libvips loader for the buffer, or NULL when none claims it. */

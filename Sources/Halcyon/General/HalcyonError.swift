@@ -109,6 +109,11 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case invalidProcessorChain(chain: String, position: Int, message: String)
         /// libvips could not start.
         case engineUnavailable(message: String)
+        /// The result would have more pixels (all frames counted) than allowed; found before decoding.
+        case resultTooLarge(width: Int, height: Int, frames: Int, limit: Int)
+        /// The work needs more memory than the whole budget (`waited` false), or
+        /// none came free within the wait deadline (`waited` true).
+        case memoryBudgetExceeded(neededBytes: Int, budgetBytes: Int, waited: Bool)
     }
 
     /// Why an image could not be set on a target.
@@ -161,6 +166,13 @@ extension HalcyonError.ProcessorErrorReason: CustomStringConvertible {
             return "bad processor chain at character \(position + 1) of \"\(chain)\": \(message)"
         case .engineUnavailable(let message):
             return "libvips could not start: \(message)"
+        case .resultTooLarge(let width, let height, let frames, let limit):
+            let frameText = frames > 1 ? " x \(frames) frames" : ""
+            return "result of \(width)x\(height)\(frameText) pixels exceeds the limit of \(limit) pixels"
+        case .memoryBudgetExceeded(let needed, let budget, let waited):
+            let neededMB = (needed + 1_048_575) / 1_048_576, budgetMB = budget / 1_048_576
+            return waited ? "\(neededMB) MB of image memory did not come free in time (budget \(budgetMB) MB)"
+                : "the image needs \(neededMB) MB, more than the whole budget of \(budgetMB) MB"
         }
     }
 }

@@ -449,21 +449,14 @@ public final class HalcyonManager: Sendable {
     }
 
     /// Runs `body` on the options' processing queue, or on the manager's own.
+    ///
+    /// Cancelling the calling task stops the libvips work in `body` (see
+    /// ``RenderCancellation``); this returns only once `body` has returned.
     private func onProcessingQueue<T: Sendable>(
         _ options: HalcyonParsedOptionsInfo,
         _ body: @escaping @Sendable () throws(HalcyonError) -> T
     ) async throws(HalcyonError) -> T {
-        let queue = options.processingQueue ?? .dispatch(processingQueue)
-        let result = await awaitDelivery { (deliver: @escaping @Sendable (Result<T, HalcyonError>) -> Void) in
-            queue.execute {
-                do throws(HalcyonError) {
-                    deliver(.success(try body()))
-                } catch {
-                    deliver(.failure(error))
-                }
-            }
-        }
-        return try result.get()
+        try await RenderCancellation.perform(on: options.processingQueue ?? .dispatch(processingQueue), body)
     }
 
     // MARK: - Storing

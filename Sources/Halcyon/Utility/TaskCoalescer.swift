@@ -5,7 +5,8 @@ import Foundation
 ///
 /// A caller that is cancelled stops waiting at once and gets
 /// `CancellationError`; the work itself is cancelled only when its last
-/// waiting caller is gone (Nuke's rule). Every caller is resumed exactly once.
+/// waiting caller is gone (Nuke's rule), and that caller returns once the
+/// work has ended. Every caller is resumed exactly once.
 /// Thread-safe.
 final class TaskCoalescer<Value: Sendable>: Sendable {
     private struct Entry {
@@ -32,31 +33,54 @@ final class TaskCoalescer<Value: Sendable>: Sendable {
         }
         let waiter = Waiter<Value>()
         defer { waiter.acknowledge() }
-        return try await withTaskCancellationHandler {
+        let value = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
                 waiter.attach(continuation)
                 Task {
                     let result = await task.result
-                    if waiter.finish(with: result) { self.leave(key, task: task, cancelIfLast: false) }
+                    if waiter.finish(with: result), waiter.claimLeave(unlessFinished: false) { self.leave(key, task: task) }
                 }
             }
         } onCancel: {
-            if waiter.finish(with: .failure(CancellationError())) { self.leave(key, task: task, cancelIfLast: true) }
+            // The last caller cancels the work and waits for it to end (its
+            // result is then dropped below), so when a cancelled caller returns
+            // no work it started is still running. Others leave at once.
+            guard waiter.claimLeave(unlessFinished: true) else { return }
+            if self.leaveOnCancel(key, task: task) {
+                task.cancel()
+            } else {
+                _ = waiter.finish(with: .failure(CancellationError()))
+            }
+        }
+        return try checked(value)
+    }
+
+    /// The result of `value(forKey:work:)` for a caller, who must not see a value once cancelled.
+    private func checked(_ value: Value) throws -> Value {
+        try Task.checkCancellation()
+        return value
+    }
+
+    private func leave(_ key: String, task: Task<Value, any Error>) {
+        entries.withLock { entries in
+            guard var entry = entries[key], entry.task == task else { return }
+            entry.waiting -= 1
+            entries[key] = entry.waiting <= 0 ? nil : entry
         }
     }
 
-    private func leave(_ key: String, task: Task<Value, any Error>, cancelIfLast: Bool) {
-        let cancelTask = entries.withLock { entries -> Bool in
+    /// Leaves when others still wait (false), or removes the entry when this is the last caller (true).
+    private func leaveOnCancel(_ key: String, task: Task<Value, any Error>) -> Bool {
+        entries.withLock { entries -> Bool in
             guard var entry = entries[key], entry.task == task else { return false }
-            entry.waiting -= 1
-            if entry.waiting <= 0 {
+            if entry.waiting <= 1 {
                 entries[key] = nil
-                return cancelIfLast
+                return true
             }
+            entry.waiting -= 1
             entries[key] = entry
             return false
         }
-        if cancelTask { task.cancel() }
     }
 }
 
@@ -66,6 +90,7 @@ private final class Waiter<Value: Sendable>: Sendable {
         var continuation: CheckedContinuation<Value, any Error>?
         var pending: Result<Value, any Error>?
         var finished = false
+        var left = false
     }
 
     private let state = Locked(State())
@@ -86,6 +111,16 @@ private final class Waiter<Value: Sendable>: Sendable {
     /// handoff (it misses the one a continuation gives; see ``awaitDelivery(_:)``).
     func acknowledge() {
         state.withLock { _ in }
+    }
+
+    /// Marks the caller as counted out of its entry; false when it already was, or
+    /// (with `unlessFinished`) when its result has already been delivered.
+    func claimLeave(unlessFinished: Bool) -> Bool {
+        state.withLock { state -> Bool in
+            guard !state.left, !(unlessFinished && state.finished) else { return false }
+            state.left = true
+            return true
+        }
     }
 
     /// Resumes the caller with `result` unless it was resumed already; true the first time.

@@ -33,6 +33,7 @@ struct ServerFixture {
     static func start(
         image: Data? = nil,
         files: [String: Data] = [:],
+        logger: Logger? = nil,
         _ configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerFixture {
         let upstream = try await TestHTTPServer.start(image: image ?? ManagerFixture.sampleImage(), files: files)
@@ -45,8 +46,9 @@ struct ServerFixture {
         configuration.downloadTimeout = 5
         configuration.requestTimeout = 10
         configure(&configuration)
-        var logger = Logger(label: "halcyon.server.test")
-        logger.logLevel = .error
+        var quiet = Logger(label: "halcyon.server.test")
+        quiet.logLevel = .error
+        let logger = logger ?? quiet
         let server = try ImageServer(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [server], logger: logger))
         let run = Task { try await group.run() }

@@ -1,0 +1,90 @@
+import CHalcyonVips
+
+/// Stops libvips work from any thread: decoding, processing and encoding
+/// started on a thread where this cancellation is installed.
+///
+/// Install it with ``run(_:)`` around synchronous image work; ``cancel()``
+/// from any thread then makes every render of that work fail at its next
+/// tile (or, for decoding, its next strip of 64 rows), so CPU use stops
+/// within milliseconds and the work throws `requestError(.taskCancelled)`.
+/// ``perform(on:_:)`` does both for async callers: the calling task's
+/// cancellation cancels the work. Work inside one libvips call that does not
+/// render through tiles (an AVIF encoder's own pass over an image, a whole
+/// animation read by its loader before the first tile) runs to its end.
+///
+/// `@unchecked Sendable`: the only state is the C flag, which is atomic and
+/// reference counted; this object holds one reference for its lifetime.
+public final class RenderCancellation: @unchecked Sendable {
+    private let handle: OpaquePointer
+
+    /// Makes an untriggered cancellation.
+    public init() {
+        handle = hc_cancel_new()
+    }
+
+    deinit {
+        hc_cancel_release(handle)
+    }
+
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { hc_cancel_is_triggered(handle) != 0 }
+
+    /// Stops the work running under this cancellation; safe from any thread, idempotent.
+    public func cancel() {
+        hc_cancel_trigger(handle)
+    }
+
+    /// Runs `body` on the calling thread with this cancellation guarding its libvips renders.
+    ///
+    /// Throws `requestError(.taskCancelled)` without running `body` when already
+    /// cancelled, and instead of whatever `body` returned or threw once cancelled
+    /// (a stopped render is neither corrupt data nor a complete image).
+    public func run<T>(_ body: () throws(HalcyonError) -> T) throws(HalcyonError) -> T {
+        if isCancelled { throw .requestError(reason: .taskCancelled(url: nil)) }
+        let previous = hc_cancel_set_current(handle)
+        defer { _ = hc_cancel_set_current(previous) }
+        do throws(HalcyonError) {
+            let value = try withExtendedLifetime(self) { () throws(HalcyonError) -> T in try body() }
+            // libvips 8.14.1 reads a sink's error before joining its workers: a
+            // render stopped in its last tiles can report success with missing tiles.
+            if isCancelled { throw HalcyonError.requestError(reason: .taskCancelled(url: nil)) }
+            return value
+        } catch {
+            if isCancelled { throw .requestError(reason: .taskCancelled(url: nil)) }
+            throw error
+        }
+    }
+
+    /// Runs `body` on `queue` under a new cancellation that the calling task's cancellation triggers.
+    ///
+    /// Returns only when `body` has returned, so once this returns the CPU
+    /// work has stopped. Throws `requestError(.taskCancelled)` when the task
+    /// was cancelled before or during the work.
+    public static func perform<T: Sendable>(
+        on queue: CallbackQueue,
+        _ body: @escaping @Sendable () throws(HalcyonError) -> T
+    ) async throws(HalcyonError) -> T {
+        let cancellation = RenderCancellation()
+        let result = await withTaskCancellationHandler {
+            await awaitDelivery { (deliver: @escaping @Sendable (Result<T, HalcyonError>) -> Void) in
+                queue.execute {
+                    do throws(HalcyonError) {
+                        deliver(.success(try cancellation.run(body)))
+                    } catch {
+                        deliver(.failure(error))
+                    }
+                }
+            }
+        } onCancel: {
+            cancellation.cancel()
+        }
+        if cancellation.isCancelled { throw .requestError(reason: .taskCancelled(url: nil)) }
+        return try result.get()
+    }
+
+    /// Whether the calling thread's current cancellation has been triggered.
+    static var currentIsCancelled: Bool { hc_cancel_current_triggered() != 0 }
+
+    /// How many tiles guarded renders have computed in this process; grows while guarded work runs (a test hook).
+    public static var guardedTileCount: UInt { UInt(hc_cancel_guarded_tiles()) }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Halcyon
+
+/// Admission by memory for one request's processing: before any pixel is
+/// decoded, the source's header gives the result's size (refused over
+/// `maxResultMegapixels`, all frames counted) and an estimate of the bytes the
+/// work holds at its peak (decoded source, plus three result-sized buffers:
+/// resize, one more step, encoder input; four bytes a pixel; every frame; plus
+/// a fixed 8 MiB), which is reserved from the process-wide ``MemoryBudget``.
+/// Reservations are kept until the request ends (``release()``). One lock
+/// guards the reservations.
+final class MemoryAdmission: Sendable {
+    private let budget: MemoryBudget
+    private let options: ProcessingOptions
+    private let limits: ImageDecodingOptions
+    private let maxResultPixels: Int
+    private let wait: Duration
+    private let reservations = Locked<[MemoryReservation]>([])
+
+    init(budget: MemoryBudget, options: ProcessingOptions, limits: ImageDecodingOptions, maxResultPixels: Int, wait: Duration) {
+        self.budget = budget
+        self.options = options
+        self.limits = limits
+        self.maxResultPixels = maxResultPixels
+        self.wait = wait
+    }
+
+    /// Bytes reserved now.
+    var reservedBytes: Int { reservations.withLock { $0.reduce(0) { $0 + $1.bytes } } }
+
+    /// `base` (or plain decoding) behind the admission check; same identifier, so caching and coalescing are unchanged.
+    func guarding(_ base: (any ImageProcessor)?) -> any ImageProcessor {
+        let processor = base ?? DefaultImageProcessor.default
+        return GeneralProcessor(identifier: base?.identifier ?? "") { item, parsed throws(HalcyonError) in
+            if case .data(let data) = item {
+                try self.admit(data, decoding: parsed.decodingOptions)
+            }
+            return try processor.process(item: item, options: parsed)
+        }
+    }
+
+    /// Checks the result's size and reserves the estimate for `data`; throws before any decoding.
+    func admit(_ data: Data, decoding: ImageDecodingOptions) throws(HalcyonError) {
+        let header = try ImageDecoder.probe(data, options: decoding)
+        let frames = max(1, header.frameCount)
+        let plan = Self.plan(options: options, width: header.width, height: header.height, format: header.format)
+        guard plan.resultPixels * frames <= maxResultPixels else {
+            throw .processorError(reason: .resultTooLarge(width: plan.width, height: plan.height, frames: frames, limit: maxResultPixels))
+        }
+        let bytes = (plan.decodePixels + 3 * plan.resultPixels) * 4 * frames + 8 << 20
+        let reservation = try budget.reserve(bytes, waitingAtMost: wait)
+        reservations.withLock { $0.append(reservation) }
+    }
+
+    /// Gives every reservation back.
+    func release() {
+        let taken = reservations.withLock { list -> [MemoryReservation] in
+            defer { list.removeAll() }
+            return list
+        }
+        taken.forEach { $0.release() }
+        // Hand large freed image buffers back to the system rather than keep them in malloc's arenas.
+        if taken.reduce(0, { $0 + $1.bytes }) > 64 << 20 { MallocTuning.trim() }
+    }
+
+    /// The result size and the pixels decoded for a source of `width` × `height`.
+    static func plan(options: ProcessingOptions, width: Int, height: Int, format: ImageFormat) -> (width: Int, height: Int, resultPixels: Int, decodePixels: Int) {
+        let sourcePixels = width * height
+        guard options.width > 0 || options.height > 0 else { return (width, height, sourcePixels, sourcePixels) }
+        let step = ThumbnailStep(mode: options.resizeMode, width: options.width, height: options.height, gravity: options.gravity, limits: ImageDecodingOptions())
+        let target = step.target(sourceWidth: width, sourceHeight: height)
+        let resultPixels = target.width * target.height
+        // libjpeg's shrink lands at most twice the target per side; other formats decode whole.
+        let decodePixels = format == .jpeg ? min(sourcePixels, max(resultPixels, 1) * 4) : sourcePixels
+        return (target.width, target.height, resultPixels, decodePixels)
+    }
+}

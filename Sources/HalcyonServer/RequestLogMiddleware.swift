@@ -1,0 +1,52 @@
+import Foundation
+import Hummingbird
+import Logging
+
+/// The outermost middleware: turns any error into its response, counts the
+/// request in the metrics, and logs one line per request through swift-log
+/// (method, path without the signature, status, bytes, milliseconds, cache
+/// tier), so refused attempts are visible without `/metrics`. Errors log at
+/// `notice`, successes at `info`.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+
+    let logger: Logger
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as ServerError {
+            response = error.response()
+            context.record.errorCode = error.code
+        } catch let error as HTTPResponseError {
+            response = try error.response(from: request, context: context)
+        } catch {
+            let internalError = ServerError(status: 500, code: "internal", message: "internal error")
+            response = internalError.response()
+            context.record.errorCode = internalError.code
+        }
+        let elapsed = ContinuousClock.now - start
+        let status = Int(response.status.code)
+        let record = context.record
+        metrics.request(route: record.route, status: status)
+        metrics.total(elapsed)
+        if let code = record.errorCode { metrics.error(code: code) }
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let line: Logger.Message = """
+            \(request.method) \(Self.loggedPath(request.uri.path, route: record.route)) \(status) \
+            \(response.headers[.contentLength] ?? "0") B \(String(format: "%.1f", milliseconds)) ms \
+            cache=\(record.cacheTier ?? "-")\(record.errorCode.map { " error=\($0)" } ?? "")
+            """
+        logger.log(level: status >= 400 ? .notice : .info, line)
+        return response
+    }
+
+    /// The path as logged: an image path without its signature (the first segment), others as they are.
+    static func loggedPath(_ path: String, route: String) -> String {
+        guard route == "image", path.count > 1, let slash = path.dropFirst().firstIndex(of: "/") else { return path }
+        return "/-" + path[slash...]
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A plain TCP connection to 127.0.0.1 for tests that need to misbehave as a
+/// client would: send part of a request, hang up, hold a socket idle.
+final class RawSocket {
+    private(set) var descriptor: Int32
+
+    /// Connects to 127.0.0.1:`port`; nil when the connection fails.
+    init?(port: Int, host: String = "127.0.0.1") {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            return nil
+        }
+    }
+
+    deinit { hangUp() }
+
+    /// Sends `text`; false when the peer is gone.
+    @discardableResult
+    func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Whether the server closed the connection within `timeout` (a read returns end of file or an error).
+    func closedByPeer(within timeout: TimeInterval) -> Bool {
+        var pollDescriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            let ready = poll(&pollDescriptor, 1, Int32(max(1, end.timeIntervalSinceNow * 1000)))
+            guard ready > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { return true }
+        }
+        return false
+    }
+
+    /// Closes the connection from this side.
+    func hangUp() {
+        if descriptor >= 0 {
+            close(descriptor)
+            descriptor = -1
+        }
+    }
+}
