@@ -35,6 +35,15 @@ struct ServerFixture {
         files: [String: Data] = [:],
         _ configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerFixture {
+        try await start(image: image, files: files, withUpstream: { configuration, _ in configure(&configuration) })
+    }
+
+    /// Like ``start(image:files:_:)``, with the started upstream given to `configure` (for settings that name its port).
+    static func start(
+        image: Data? = nil,
+        files: [String: Data] = [:],
+        withUpstream configure: (inout ServerConfiguration, TestHTTPServer) -> Void
+    ) async throws -> ServerFixture {
         let upstream = try await TestHTTPServer.start(image: image ?? ManagerFixture.sampleImage(), files: files)
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
@@ -44,7 +53,7 @@ struct ServerFixture {
         configuration.allowLoopback = true
         configuration.downloadTimeout = 5
         configuration.requestTimeout = 10
-        configure(&configuration)
+        configure(&configuration, upstream)
         var logger = Logger(label: "halcyon.server.test")
         logger.logLevel = .error
         let server = try ImageServer(configuration: configuration, logger: logger)
