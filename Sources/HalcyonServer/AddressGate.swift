@@ -1,100 +1,156 @@
 import AsyncHTTPClient
 import Foundation
 import Halcyon
+import Logging
 import NIOCore
 import NIOPosix
 
-/// The SSRF guard on the connection: resolves each hop's host itself,
-/// classifies every address with an ``AddressPolicy``, and connects to exactly
-/// the vetted address (an `HTTPClient` whose `dnsOverride` pins the host, so a
-/// second DNS answer cannot rebind it; TLS still verifies the host name).
+/// The SSRF guard on the connection: for every hop it canonicalises the host
+/// (``CanonicalHost``), checks the URL against the allowed sources, resolves
+/// the host itself, classifies every address with an ``AddressPolicy``, and
+/// sends the canonical URL through a client pinned to exactly the vetted
+/// address (its `dnsOverride` maps the canonical host, the same string that
+/// is sent, so a second DNS answer cannot rebind it; TLS still verifies the
+/// host name).
 ///
-/// A host with any refused address is refused as a whole. Clients are kept per
-/// (host, address) in a small cache; one lock guards it.
+/// A host with any refused address is refused as a whole. Refusals carry only
+/// a generic message ("source address forbidden", "source not allowed"); what
+/// the name resolved to goes to the log, never to the client.
+///
+/// Bounded idle connections: pinned clients are kept per (host, address) in an
+/// LRU of at most `clientCapacity` (default 16); each keeps at most
+/// ``connectionsPerClient`` connections, idle ones for `idleTimeout` (default
+/// 5 s). So at most `clientCapacity × connectionsPerClient` pooled connections
+/// live in cached clients, and an evicted client's idle connections close
+/// within `idleTimeout` (it is shut down after a grace period). One lock
+/// guards the cache.
 public final class AddressGate: ImageDownloaderConnectionGate {
     /// The policy addresses are checked against.
     public let policy: AddressPolicy
+    /// The sources every hop must be under.
+    public let allowedSources: SourceAllowList
+    /// Most pinned clients kept.
+    public let clientCapacity: Int
+    /// How long a pinned client keeps an idle connection.
+    public let idleTimeout: TimeInterval
+    /// Most connections one pinned client opens to its host.
+    public static let connectionsPerClient = 8
+    /// The message of a refusal for an address.
+    public static let forbiddenMessage = "source address forbidden"
+    /// The message of a refusal for a hop outside the allowed sources.
+    public static let notAllowedMessage = "source not allowed"
+
     private let timeout: TimeInterval
+    private let logger: Logger
     private let resolver: @Sendable (String) -> [IPAddress]
-    private let clients = Locked<[String: HTTPClient]>([:])
-    private let capacity = 64
+    private let clients = Locked(PinnedClients())
     private static let resolveQueue = DispatchQueue(label: "halcyon.server.resolve", attributes: .concurrent)
 
-    /// Makes a gate; `resolver` is getaddrinfo unless a test gives its own.
+    /// Makes a gate; `resolver` is getaddrinfo unless a test gives its own; refusal details go to `logger`.
     public init(
         policy: AddressPolicy,
         timeout: TimeInterval = 15,
+        allowedSources: SourceAllowList = .any,
+        clientCapacity: Int = 16,
+        idleTimeout: TimeInterval = 5,
+        logger: Logger = Logger(label: "halcyon.server.gate"),
         resolver: @escaping @Sendable (String) -> [IPAddress] = { IPAddress.resolve($0) }
     ) {
         self.policy = policy
         self.timeout = timeout
+        self.allowedSources = allowedSources
+        self.clientCapacity = max(1, clientCapacity)
+        self.idleTimeout = max(0.1, idleTimeout)
+        self.logger = logger
         self.resolver = resolver
     }
 
-    /// Vets `url`'s host; returns the pinned client for a host name, nil for a vetted IP literal.
-    public func client(for url: URL) async throws(HalcyonError) -> HTTPClient? {
-        guard let rawHost = url.host, !rawHost.isEmpty else {
+    /// Vets `url` and returns the canonical URL to send with the pinned client (nil client for a vetted IP literal).
+    public func connection(for url: URL) async throws(HalcyonError) -> ImageDownloaderConnection {
+        guard let host = CanonicalHost(of: url), let canonical = host.replacingHost(of: url) else {
+            logger.notice("source refused: host cannot be canonicalised", metadata: ["url": "\(url.absoluteString)"])
             throw .requestError(reason: .invalidURL(url: url))
         }
-        let host = rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost
-        if let literal = IPAddress(host) {
-            if let refusal = policy.refusal(of: literal) {
-                throw .requestError(reason: .connectionRefusedByGate(url: url, message: refusal))
+        guard url.user == nil, url.password == nil, allowedSources.allows(canonical) else {
+            logger.notice("source refused: not under an allowed source", metadata: ["url": "\(url.absoluteString)"])
+            throw .requestError(reason: .connectionRefusedByGate(url: url, message: Self.notAllowedMessage))
+        }
+        switch host {
+        case .address(let literal):
+            try refuse(url, ifAny: [literal], host: host)
+            return ImageDownloaderConnection(client: nil, url: canonical)
+        case .name(let name):
+            let resolver = self.resolver
+            let addresses = await withCheckedContinuation { continuation in
+                Self.resolveQueue.async { continuation.resume(returning: resolver(name)) }
             }
-            return nil
-        }
-        let resolver = self.resolver
-        let addresses = await withCheckedContinuation { continuation in
-            Self.resolveQueue.async { continuation.resume(returning: resolver(host)) }
-        }
-        guard let first = addresses.first else {
-            throw .requestError(reason: .cannotConnect(url: url, message: "cannot resolve \(host)"))
-        }
-        for address in addresses {
-            if let refusal = policy.refusal(of: address) {
-                throw .requestError(reason: .connectionRefusedByGate(url: url, message: "\(host) resolves to \(refusal)"))
+            guard let first = addresses.first else {
+                throw .requestError(reason: .cannotConnect(url: url, message: "cannot resolve \(name)"))
             }
+            try refuse(url, ifAny: addresses, host: host)
+            return ImageDownloaderConnection(client: pinnedClient(host: name, address: first), url: canonical)
         }
-        return pinnedClient(host: host.lowercased(), address: first)
     }
 
-    /// Shuts down every cached client.
+    /// The pinned client for `url` (nil for a vetted IP literal); see ``connection(for:)``, whose URL must be the one sent.
+    public func client(for url: URL) async throws(HalcyonError) -> HTTPClient? {
+        try await connection(for: url).client
+    }
+
+    /// How many pinned clients are cached now (at most ``clientCapacity``).
+    public var cachedClientCount: Int { clients.withLock { $0.count } }
+
+    /// Shuts down every cached client, and the evicted ones still in their grace period.
     public func shutdown() async {
-        let all = clients.withLock { clients -> [HTTPClient] in
-            defer { clients.removeAll() }
-            return Array(clients.values)
-        }
+        let all = clients.withLock { $0.removeAll() }
         for client in all { try? await client.shutdown() }
     }
+
+    // MARK: - Vetting
+
+    /// Throws the generic refusal when the policy refuses any of `addresses`, logging which one and why.
+    private func refuse(_ url: URL, ifAny addresses: [IPAddress], host: CanonicalHost) throws(HalcyonError) {
+        for address in addresses {
+            if let refusal = policy.refusal(of: address) {
+                logger.notice("source refused: forbidden address", metadata: [
+                    "url": "\(url.absoluteString)", "host": "\(host)", "reason": "\(refusal)",
+                ])
+                throw .requestError(reason: .connectionRefusedByGate(url: url, message: Self.forbiddenMessage))
+            }
+        }
+    }
+
+    // MARK: - Pinned clients
 
     private func pinnedClient(host: String, address: IPAddress) -> HTTPClient {
         let key = "\(host)|\(address)"
         let (client, evicted) = clients.withLock { clients -> (HTTPClient, HTTPClient?) in
-            if let client = clients[key] { return (client, nil) }
-            var evicted: HTTPClient?
-            if clients.count >= capacity, let victim = clients.keys.first {
-                evicted = clients.removeValue(forKey: victim)
-            }
-            var pool = HTTPClient.Configuration.ConnectionPool(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 16)
-            pool.retryConnectionEstablishment = false
-            var configuration = HTTPClient.Configuration(
-                redirectConfiguration: .disallow,
-                timeout: .init(connect: .seconds(Int64(max(1, timeout)))),
-                connectionPool: pool,
-                decompression: .enabled(limit: .ratio(200)))
-            configuration.dnsOverride = [host: address.description]
-            let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-            clients[key] = client
-            return (client, evicted)
+            if let client = clients.use(key) { return (client, nil) }
+            let client = makeClient(host: host, address: address)
+            return (client, clients.insert(client, for: key, capacity: clientCapacity))
         }
         if let evicted {
             // Requests may still run on it: shut it down once they must have ended.
             let grace = timeout * 4 + 5
-            Task {
+            Task { [clients] in
                 try? await Task.sleep(for: .seconds(grace))
-                try? await evicted.shutdown()
+                if let retired = clients.withLock({ $0.retire(evicted) }) { try? await retired.shutdown() }
             }
         }
         return client
+    }
+
+    private func makeClient(host: String, address: IPAddress) -> HTTPClient {
+        var pool = HTTPClient.Configuration.ConnectionPool(
+            idleTimeout: .milliseconds(Int64(idleTimeout * 1000)),
+            concurrentHTTP1ConnectionsPerHostSoftLimit: Self.connectionsPerClient)
+        pool.retryConnectionEstablishment = false
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(Int64(max(1, timeout)))),
+            connectionPool: pool,
+            decompression: .enabled(limit: .ratio(200)))
+        configuration.dnsOverride = [host: address.description]
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 }

@@ -38,7 +38,9 @@ public final class ImageServer: Service {
         downloader.maxConcurrentDownloads = max(6, configuration.maxInFlight)
         let gate = AddressGate(
             policy: AddressPolicy(allowLoopback: configuration.allowLoopback, allowPrivate: configuration.allowPrivate),
-            timeout: configuration.downloadTimeout)
+            timeout: configuration.downloadTimeout,
+            allowedSources: try configuration.sourceAllowList(),
+            logger: logger)
         downloader.connectionGate = gate
         self.downloader = downloader
         self.gate = gate

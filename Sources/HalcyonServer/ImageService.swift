@@ -148,6 +148,7 @@ public final class ImageService: Sendable {
             case .notAllowed: throw ServerError(status: 403, code: "source_not_allowed", message: "the source is not under an allowed prefix")
             case .escapesRoot: throw ServerError(status: 403, code: "path_escape", message: "the local path leaves the root")
             case .notFound: throw ServerError(status: 404, code: "source_not_found", message: "no such local file")
+            case .hardLinked: throw ServerError(status: 403, code: "hard_linked", message: "the local file has more than one hard link")
             }
         }
     }

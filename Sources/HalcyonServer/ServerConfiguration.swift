@@ -13,7 +13,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var metricsPort: Int?
     /// Address the metrics port binds to; nil uses ``host``.
     public var metricsHost: String?
-    /// Hex HMAC keys; pairs with `salts` by index. Empty with `insecure` serves unsigned URLs.
+    /// Hex HMAC keys, each at least 32 bytes; pairs with `salts` by index. Empty with `insecure` serves unsigned URLs.
     public var keys: [String] = []
     /// Hex salts, one per key.
     public var salts: [String] = []
@@ -21,7 +21,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var insecure = false
     /// Root folder for `local://` sources; nil disables them.
     public var localRoot: String?
-    /// Allowed source prefixes (e.g. `https://images.example.com/`); empty allows any http(s) source.
+    /// Allowed sources (e.g. `https://images.example.com/thumbs`): scheme, host, port and a path prefix
+    /// matched on segment boundaries, checked on every redirect hop (see ``SourceAllowList``); empty allows any.
     public var allowedSources: [String] = []
     /// Let sources on loopback addresses through the SSRF guard.
     public var allowLoopback = false
@@ -102,14 +103,30 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             guard let pair = URLSigner.KeyPair(hexKey: key, hexSalt: salts[index]) else {
                 throw ConfigurationError(message: "key/salt pair \(index + 1) is not hex")
             }
+            guard pair.key.count >= URLSigner.KeyPair.minimumKeyLength else {
+                throw ConfigurationError(message: """
+                    key \(index + 1) is \(pair.key.count) bytes; signing keys must be at least \(URLSigner.KeyPair.minimumKeyLength) bytes \
+                    (\(URLSigner.KeyPair.minimumKeyLength * 2) hex digits, e.g. `openssl rand -hex 32`)
+                    """)
+            }
             pairs.append(pair)
         }
         return pairs
     }
 
+    /// The allowed sources, parsed; an error names the first entry that is not an http(s) `scheme://host[:port][/path]`.
+    public func sourceAllowList() throws(ConfigurationError) -> SourceAllowList {
+        let list = SourceAllowList(allowedSources)
+        if let bad = list.invalid.first {
+            throw ConfigurationError(message: "allowed source \"\(bad)\" is not an http(s) URL of the form scheme://host[:port][/path] without userinfo")
+        }
+        return list
+    }
+
     /// Checks the settings that cannot work together.
     public func validate() throws(ConfigurationError) {
         _ = try keyPairs()
+        _ = try sourceAllowList()
         if !isSigned && !insecure {
             throw ConfigurationError(message: "no signing key: set HALCYON_KEY and HALCYON_SALT, or pass --insecure to serve unsigned URLs")
         }

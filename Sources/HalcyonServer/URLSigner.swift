@@ -3,7 +3,10 @@ import Foundation
 
 /// Signs and verifies image URLs: HMAC-SHA256 over salt + path, URL-safe
 /// base64 without padding (imgproxy's scheme), with several key/salt pairs so
-/// keys can rotate. Verification compares in constant time.
+/// keys can rotate. Verification accepts exactly one encoding (43 characters of
+/// the URL-safe alphabet, the canonical encoding of the 32-byte MAC: no
+/// padding, no other alphabet, no other unused low bits) and compares the
+/// encoded strings in constant time.
 public struct URLSigner: Sendable {
     /// A key and its salt, raw bytes.
     public struct KeyPair: Sendable, Hashable {
@@ -11,6 +14,8 @@ public struct URLSigner: Sendable {
         public var key: Data
         /// The salt put before the path.
         public var salt: Data
+        /// The shortest key the server accepts at start-up, in bytes (the HMAC-SHA256 output size).
+        public static let minimumKeyLength = 32
 
         /// Makes a pair from raw bytes.
         public init(key: Data, salt: Data) {
@@ -36,16 +41,30 @@ public struct URLSigner: Sendable {
         pairs.first.map { Self.signature(path, pair: $0) }
     }
 
-    /// Whether `signature` is valid for `path` under any pair.
+    /// The length of an encoded signature: unpadded base64 of 32 bytes.
+    public static let signatureLength = 43
+
+    /// Whether `signature` is valid for `path` under any pair: exactly the
+    /// canonical unpadded URL-safe base64 of the MAC, nothing that merely decodes to it.
     public func verify(signature: String, path: String) -> Bool {
-        guard let given = Data(base64URL: signature) else { return false }
+        let given = Array(signature.utf8)
+        guard given.count == Self.signatureLength, given.allSatisfy(Self.isURLSafeBase64) else { return false }
         var valid = false
         for pair in pairs {
-            let expected = Self.mac(path, pair: pair)
+            // The expected string is canonical, so equal strings mean a canonical signature.
             // Every pair is checked, each in constant time, so timing says nothing about which matched.
-            if Self.constantTimeEqual(Array(expected), Array(given)) { valid = true }
+            let expected = Array(Self.signature(path, pair: pair).utf8)
+            if Self.constantTimeEqual(expected, given) { valid = true }
         }
         return valid
+    }
+
+    private static func isURLSafeBase64(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"): return true
+        default: return false
+        }
     }
 
     static func mac(_ path: String, pair: KeyPair) -> Data {

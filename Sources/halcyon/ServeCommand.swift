@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Serve /metrics on this port instead of the main one.") var metricsPort: Int?
     @Option(help: "Address the metrics port binds to (default: --host).") var metricsHost: String?
     @Option(help: "Root folder for local:// sources.") var localRoot: String?
-    @Option(help: "Allowed source prefix (repeatable).") var allowSource: [String] = []
+    @Option(help: "Allowed source: scheme://host[:port][/path], the path matched on segment boundaries, on every redirect hop (repeatable).") var allowSource: [String] = []
     @Flag(help: "Serve unsigned URLs (only when no key is set).") var insecure = false
     @Flag(help: "Let sources on loopback addresses through the SSRF guard.") var allowLoopback = false
     @Flag(help: "Let sources on private, link-local and CGNAT addresses through the SSRF guard.") var allowPrivate = false

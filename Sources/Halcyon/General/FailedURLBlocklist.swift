@@ -6,26 +6,39 @@ import Foundation
 /// permanent failure (an HTTP status such as 404 or 410, or data that does
 /// not decode) and refuses to fetch it again until the `.retryFailed` option
 /// is given or the entry is removed. Transient failures (timeouts, refused
-/// connections, 5xx, cancellation) are never added. Thread-safe.
+/// connections, 5xx, cancellation) are never added.
+///
+/// Bounded: it keeps at most ``countLimit`` URLs (default 10 000) and drops
+/// the least recently used one (blocked or found blocked) past that, so a
+/// stream of distinct failing URLs cannot grow it without end; a dropped URL
+/// is simply fetched again once. Thread-safe (one lock).
 public final class FailedURLBlocklist: Sendable {
-    private let urls = Locked<Set<URL>>([])
+    /// The default most URLs kept.
+    public static let defaultCountLimit = 10_000
 
-    /// Makes an empty blocklist.
-    public init() {}
+    private let urls: Locked<LRUSet<URL>>
 
-    /// Whether `url` is blocked.
+    /// Makes an empty blocklist keeping at most `countLimit` (at least 1) URLs.
+    public init(countLimit: Int = FailedURLBlocklist.defaultCountLimit) {
+        urls = Locked(LRUSet(limit: countLimit))
+    }
+
+    /// Most URLs kept.
+    public var countLimit: Int { urls.withLock { $0.limit } }
+
+    /// Whether `url` is blocked; a hit marks it as recently used.
     public func contains(_ url: URL) -> Bool {
         urls.withLock { $0.contains(url) }
     }
 
-    /// Blocks `url`.
+    /// Blocks `url`, dropping the least recently used URL when the list is full.
     public func insert(_ url: URL) {
-        _ = urls.withLock { $0.insert(url) }
+        urls.withLock { $0.insert(url) }
     }
 
     /// Unblocks `url`.
     public func remove(_ url: URL) {
-        _ = urls.withLock { $0.remove(url) }
+        urls.withLock { $0.remove(url) }
     }
 
     /// Unblocks every URL.

@@ -91,7 +91,13 @@ struct HTTPTransport: Sendable {
         var redirectCount = 0
         while true {
             activity.touch()
-            let hopClient = try await settings.connectionGate?.client(for: request.url) ?? client
+            var hopClient = client
+            if let gate = settings.connectionGate {
+                // The gate vets this hop; what it vetted (its URL) is what is sent.
+                let connection = try await gate.connection(for: request.url)
+                hopClient = connection.client ?? client
+                request.url = connection.url
+            }
             let response = try await hopClient.execute(wireRequest(for: request), deadline: .now() + .hours(24))
             activity.touch()
             let head = Self.head(of: response, url: request.url)

@@ -129,7 +129,8 @@ public final class ImageDownloader: Sendable {
         set { state.withLock { $0.delegate = newValue } }
     }
 
-    /// Vets each hop (first request and redirects) before it connects; nil (the default) connects anywhere.
+    /// Vets each hop (first request and redirects) before it connects, and gives the client and the URL
+    /// (for example with a canonical host) the hop is sent with; nil (the default) connects anywhere.
     public var connectionGate: (any ImageDownloaderConnectionGate)? {
         get { state.withLock { $0.connectionGate } }
         set { state.withLock { $0.connectionGate = newValue } }

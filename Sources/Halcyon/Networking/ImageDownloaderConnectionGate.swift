@@ -1,15 +1,18 @@
 import AsyncHTTPClient
 import Foundation
 
-/// Vets every hop of a download before a connection is made, and may choose
-/// the HTTP client that makes it.
+/// Vets every hop of a download before a connection is made, and chooses the
+/// HTTP client that makes it and the URL it sends.
 ///
 /// ``ImageDownloader`` calls the gate for the first request and for each
-/// redirect target. Throwing refuses the hop (nothing is sent); returning a
-/// client sends the hop through it (for example one whose
-/// `dnsOverride` pins the host to an address the gate has checked); returning
-/// nil uses the downloader's own client. An SSRF guard is the intended user.
+/// redirect target. Throwing refuses the hop (nothing is sent). Otherwise the
+/// hop is sent to the returned ``ImageDownloaderConnection/url`` (which may be
+/// a canonical spelling of the asked URL, for example with the host lower-cased,
+/// so what was vetted is what is sent) through its client (for example one
+/// whose `dnsOverride` pins that host to an address the gate has checked), or
+/// through the downloader's own client when that is nil. An SSRF guard is the
+/// intended user.
 public protocol ImageDownloaderConnectionGate: Sendable {
-    /// The client for a request to `url`, nil for the downloader's own; throws to refuse the hop.
-    func client(for url: URL) async throws(HalcyonError) -> HTTPClient?
+    /// The client and URL for a request to `url`; throws to refuse the hop.
+    func connection(for url: URL) async throws(HalcyonError) -> ImageDownloaderConnection
 }

@@ -36,6 +36,16 @@ struct ServerFixture {
         logger: Logger? = nil,
         _ configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> ServerFixture {
+        try await start(image: image, files: files, logger: logger, withUpstream: { configuration, _ in configure(&configuration) })
+    }
+
+    /// Like ``start(image:files:logger:_:)``, with the started upstream given to `configure` (for settings that name its port).
+    static func start(
+        image: Data? = nil,
+        files: [String: Data] = [:],
+        logger: Logger? = nil,
+        withUpstream configure: (inout ServerConfiguration, TestHTTPServer) -> Void
+    ) async throws -> ServerFixture {
         let upstream = try await TestHTTPServer.start(image: image ?? ManagerFixture.sampleImage(), files: files)
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
@@ -45,7 +55,7 @@ struct ServerFixture {
         configuration.allowLoopback = true
         configuration.downloadTimeout = 5
         configuration.requestTimeout = 10
-        configure(&configuration)
+        configure(&configuration, upstream)
         var quiet = Logger(label: "halcyon.server.test")
         quiet.logLevel = .error
         let logger = logger ?? quiet

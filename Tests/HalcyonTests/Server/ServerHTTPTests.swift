@@ -29,7 +29,7 @@ struct ServerHTTPTests {
 
     @Test("A bad or missing signature is 403 and nothing is fetched; a rotated key still verifies")
     func signatures() async throws {
-        let oldKey = "0011223344556677", oldSalt = "8899aabb"
+        let oldKey = String(repeating: "0011223344556677", count: 4), oldSalt = "8899aabb"
         let fixture = try await ServerFixture.start { config in
             config.keys.append(oldKey)
             config.salts.append(oldSalt)

@@ -46,6 +46,7 @@ final class TestHTTPServer: Sendable {
             var maxInFlight = 0
             var clientClosedWhileOpen = 0
             var requestOrder: [String] = []
+            var openConnections = 0
         }
 
         let stats = Locked(Stats())
@@ -60,6 +61,10 @@ final class TestHTTPServer: Sendable {
                 stats.inFlight += 1
                 stats.maxInFlight = max(stats.maxInFlight, stats.inFlight)
             }
+        }
+
+        func connection(opened: Bool) {
+            stats.withLock { $0.openConnections += opened ? 1 : -1 }
         }
 
         func end(clientClosed: Bool) {
@@ -127,6 +132,9 @@ final class TestHTTPServer: Sendable {
     /// How often a client closed its connection while a request on it was unanswered or streaming.
     var clientClosedWhileOpen: Int { recorder.stats.withLock { $0.clientClosedWhileOpen } }
 
+    /// Client connections open right now.
+    var openConnections: Int { recorder.stats.withLock { $0.openConnections } }
+
     /// Request targets in arrival order.
     var requestOrder: [String] { recorder.stats.withLock { $0.requestOrder } }
 
@@ -177,7 +185,13 @@ private final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
+    func channelActive(context: ChannelHandlerContext) {
+        recorder.connection(opened: true)
+        context.fireChannelActive()
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        recorder.connection(opened: false)
         if open {
             open = false
             recorder.end(clientClosed: !closingOnPurpose)
