@@ -6,7 +6,8 @@ import Logging
 /// request in the metrics, and logs one line per request through swift-log
 /// (method, path without the signature, status, bytes, milliseconds, cache
 /// tier), so refused attempts are visible without `/metrics`. Errors log at
-/// `notice`, successes at `info`.
+/// `notice`, image successes at `info`, `/health` and `/metrics` successes
+/// (probes, scrapers) at `debug`.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
 
@@ -40,7 +41,8 @@ struct RequestLogMiddleware: RouterMiddleware {
             \(response.headers[.contentLength] ?? "0") B \(String(format: "%.1f", milliseconds)) ms \
             cache=\(record.cacheTier ?? "-")\(record.errorCode.map { " error=\($0)" } ?? "")
             """
-        logger.log(level: status >= 400 ? .notice : .info, line)
+        let routine = record.route == "health" || record.route == "metrics"
+        logger.log(level: status >= 400 ? .notice : routine ? .debug : .info, line)
         return response
     }
 

@@ -39,6 +39,10 @@ public final class WorkAdmission: Sendable {
             throw ServerError(status: 429, code: "too_many_requests", message: "too many requests in flight", retryAfter: 1)
         }
         defer { limiter.release() }
+        // A client that hung up while its request waited in the queue gets no work started.
+        if connections.clientHungUp(channel) {
+            throw ServerError(status: 499, code: "client_closed", message: "the client closed the connection")
+        }
         let stopped = Locked<StopReason?>(nil)
         let task = Task { try await work() }
         let id = register { stopped.withLock { $0 = $0 ?? .shutdown }; task.cancel() }
