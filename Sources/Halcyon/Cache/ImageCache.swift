@@ -29,6 +29,8 @@ public final class ImageCache: Sendable {
     private let ioQueue: DispatchQueue
     /// Concurrent: disk reads and decoding.
     private let readQueue: DispatchQueue
+    /// Test hook: called on the read queue with the computed key before each disk read of an image.
+    let diskReadWillStart = Locked<(@Sendable (String) -> Void)?>(nil)
 
     // MARK: - Making caches
 
@@ -326,6 +328,7 @@ public final class ImageCache: Sendable {
     }
 
     private func loadFromDisk(computedKey: String, options: HalcyonParsedOptionsInfo, extending: ExpirationExtending) -> Result<Image?, HalcyonError> {
+        diskReadWillStart.withLock { $0 }?(computedKey)
         let data: Data
         do throws(HalcyonError) {
             guard let stored = try diskStorage.value(forKey: computedKey, forcedExtension: options.forcedExtension,

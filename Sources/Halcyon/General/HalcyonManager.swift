@@ -10,7 +10,7 @@ import Foundation
 /// here per cache key and processor, so callers asking for the same result
 /// share one run) and stored. Failures go through the retry strategy, then
 /// the alternative sources. Permanent network failures block their URL until
-/// `.retryFailed`. Cached network images with validators are revalidated with
+/// `.retryFailed`; any successful download (or 304) of a URL unblocks it. Cached network images with validators are revalidated with
 /// the server when expired or when `.refreshCached` asks. Thread-safe.
 public final class HalcyonManager: Sendable {
     /// The shared manager, on ``ImageDownloader/default`` and ``ImageCache/default``.
@@ -377,9 +377,11 @@ public final class HalcyonManager: Sendable {
         let downloader = options.downloader ?? self.downloader
         do throws(HalcyonError) {
             let loaded = try await downloader.downloadData(with: url, options: downloadOptions)
+            failedURLs.remove(url)
             return .loaded(LoadedData(data: loaded.data, response: loaded.response, metrics: loaded.metrics))
         } catch {
             if let stale, case .responseError(reason: .notModified) = error {
+                failedURLs.remove(url)
                 return .notModified(try await revalidated(stale, context: context))
             }
             if FailedURLBlocklist.isPermanent(error) { failedURLs.insert(url) }
