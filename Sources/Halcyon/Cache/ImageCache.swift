@@ -74,7 +74,8 @@ public final class ImageCache: Sendable {
     /// The memory store happens before this returns. Serializing and the disk
     /// write run on the cache's queue; `completionHandler` then gets the result
     /// on `callbackQueue`. `original` is the data the image came from, which the
-    /// serializer may store as is. `metadata` (ETag, Last-Modified...) is kept
+    /// serializer may store as is, except under a processed key when the image
+    /// is not what those bytes decode to. `metadata` (ETag, Last-Modified...) is kept
     /// with the disk entry for revalidation.
     public func store(
         _ image: Image,
@@ -101,7 +102,8 @@ public final class ImageCache: Sendable {
             return
         }
         ioQueue.async {
-            let result = self.serializeAndWrite(image, original: original, computedKey: computed, serializer: serializer,
+            let result = self.serializeAndWrite(image, original: original, computedKey: computed, isProcessed: !identifier.isEmpty,
+                                                serializer: serializer,
                                                 expiration: diskExpiration, metadata: metadata,
                                                 forcedExtension: forcedExtension, syncsWrites: syncsWrites)
             if let completionHandler {
@@ -191,13 +193,13 @@ public final class ImageCache: Sendable {
     }
 
     private func serializeAndWrite(
-        _ image: Image, original: Data?, computedKey: String, serializer: any CacheSerializer,
+        _ image: Image, original: Data?, computedKey: String, isProcessed: Bool, serializer: any CacheSerializer,
         expiration: StorageExpiration?, metadata: CacheEntryMetadata?,
         forcedExtension: String?, syncsWrites: Bool?
     ) -> Result<Void, HalcyonError> {
         let data: Data
         do throws(HalcyonError) {
-            data = try serializer.data(with: image, original: original)
+            data = try Self.serialized(image, original: original, isProcessed: isProcessed, serializer: serializer)
         } catch {
             return .failure(.cacheError(reason: .cannotSerializeImage(key: computedKey, message: "\(error)")))
         }
@@ -211,6 +213,22 @@ public final class ImageCache: Sendable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The bytes `serializer` gives for `image`; never the original's bytes under a processed key unless they decode to `image`.
+    ///
+    /// A serializer that prefers the original data (``DefaultCacheSerializer/preferCacheOriginalData``)
+    /// would otherwise put the unprocessed source under `key@processorIdentifier`,
+    /// and a disk hit would return an image the processor never made. Then the
+    /// image itself is serialized (with no original).
+    private static func serialized(
+        _ image: Image, original: Data?, isProcessed: Bool, serializer: any CacheSerializer
+    ) throws(HalcyonError) -> Data {
+        let data = try serializer.data(with: image, original: original)
+        guard isProcessed, let original, data == original, image.sourceFingerprint?.identifies(original) != true else {
+            return data
+        }
+        return try serializer.data(with: image, original: nil)
     }
 
     // MARK: - Retrieving
