@@ -4,8 +4,9 @@ import Foundation
 /// A two-layer image cache: decoded images in memory, encoded bytes on disk.
 ///
 /// Kingfisher's `ImageCache` shape. Images are stored under `key`, or
-/// `key@processorIdentifier` when a non-default processor made them, so one
-/// source can be cached once per processing. A memory hit is answered on the
+/// `key@processorIdentifier` when a non-default processor made them or they
+/// hold only the first frame (see ``processorIdentifier(for:)``), so one
+/// source can be cached once per processing and frame choice. A memory hit is answered on the
 /// caller's thread; everything that touches the disk runs on the cache's own
 /// queues, never on the caller's thread unless `loadDiskFileSynchronously`
 /// asks for it: serializing, writes and removals on one serial queue, in call
@@ -60,11 +61,6 @@ public final class ImageCache: Sendable {
     public convenience init(name: String, cacheDirectoryURL directory: URL?) throws(HalcyonError) {
         let disk = try DiskStorage.Backend(config: DiskStorage.Config(name: name, directory: directory))
         self.init(memoryStorage: MemoryStorage.Backend(config: MemoryStorage.Config()), diskStorage: disk)
-    }
-
-    /// The key an image is stored under: `key`, or `key@processorIdentifier` for a non-empty identifier.
-    public static func computedKey(_ key: String, processorIdentifier identifier: String) -> String {
-        identifier.isEmpty ? key : key + "@" + identifier
     }
 
     // MARK: - Storing
@@ -253,7 +249,7 @@ public final class ImageCache: Sendable {
         callbackQueue: DispatchQueue? = nil,
         completionHandler: @escaping @Sendable (Result<ImageCacheResult, HalcyonError>) -> Void
     ) {
-        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
         if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
             Self.deliver(.success(.memory(image)), on: callbackQueue, completionHandler)
             return
@@ -281,7 +277,7 @@ public final class ImageCache: Sendable {
         memoryExpirationExtending: ExpirationExtending = .cacheTime,
         diskExpirationExtending: ExpirationExtending = .cacheTime
     ) async throws(HalcyonError) -> ImageCacheResult {
-        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
         if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
             return .memory(image)
         }
@@ -311,7 +307,7 @@ public final class ImageCache: Sendable {
 
     /// The image for `key` made by the processor with `processorIdentifier`, from memory only.
     public func retrieveImageInMemoryCache(forKey key: String, options: HalcyonParsedOptionsInfo) -> Image? {
-        retrieveImageInMemoryCache(forKey: key, processorIdentifier: options.processor.identifier)
+        retrieveImageInMemoryCache(forKey: key, processorIdentifier: Self.processorIdentifier(for: options))
     }
 
     /// The image for `key` made by `options.processor`, from disk only, decoded on the cache's queue.
@@ -324,7 +320,7 @@ public final class ImageCache: Sendable {
         callbackQueue: DispatchQueue? = nil,
         completionHandler: @escaping @Sendable (Result<Image?, HalcyonError>) -> Void
     ) {
-        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
         readQueue.async {
             Self.deliver(self.loadFromDisk(computedKey: computed, options: options, extending: extendingExpiration),
                          on: callbackQueue, completionHandler)
@@ -342,6 +338,19 @@ public final class ImageCache: Sendable {
                 deliver($0)
             }
         }
+        return try result.get()
+    }
+
+    /// The unprocessed image for `key` from disk (stored with no processor identifier), decoded with `options`.
+    ///
+    /// The options' decoding choices apply, `.onlyLoadFirstFrame` included, so
+    /// an original kept with every frame serves a first-frame request too.
+    func retrieveOriginalImageInDiskCache(
+        forKey key: String,
+        options: HalcyonParsedOptionsInfo,
+        extendingExpiration: ExpirationExtending
+    ) async throws(HalcyonError) -> Image? {
+        let result = await onQueue(readQueue) { self.loadFromDisk(computedKey: key, options: options, extending: extendingExpiration) }
         return try result.get()
     }
 

@@ -257,7 +257,7 @@ public final class HalcyonManager: Sendable {
         let downloader = options.downloader ?? self.downloader
         let identities = [ObjectIdentifier(context.targetCache), ObjectIdentifier(context.originalCache), ObjectIdentifier(downloader)]
             .map { String(UInt(bitPattern: $0), radix: 36) }
-        let processed = ImageCache.computedKey(context.key, processorIdentifier: options.processor.identifier)
+        let processed = ImageCache.computedKey(context.key, processorIdentifier: context.cacheIdentifier)
         let skipsCache = options.forceRefresh || options.refreshCached
         return identities.joined(separator: ":") + (skipsCache ? ":refresh:" : ":") + processed
     }
@@ -272,7 +272,7 @@ public final class HalcyonManager: Sendable {
             return try await loadCoalescer.value(forKey: sharingKey) {
                 let options = context.options
                 if !options.forceRefresh, !options.refreshCached, let image = context.targetCache.retrieveImageInMemoryCache(
-                    forKey: context.key, processorIdentifier: options.processor.identifier,
+                    forKey: context.key, processorIdentifier: context.cacheIdentifier,
                     extendingExpiration: options.memoryCacheAccessExtendingExpiration) {
                     return LoadedImage(image: image, cacheType: .memory, data: nil, metrics: nil)
                 }
@@ -316,11 +316,10 @@ public final class HalcyonManager: Sendable {
     /// A hit in the memory or disk cache, processing an original from disk when needed.
     private func cachedResult(_ context: AttemptContext) async throws(HalcyonError) -> RetrieveImageResult? {
         let options = context.options
-        let processorID = options.processor.identifier
         if options.refreshCached && context.isNetwork { return nil }
         if options.fromMemoryCacheOrRefresh {
             guard let image = context.targetCache.retrieveImageInMemoryCache(
-                forKey: context.key, processorIdentifier: processorID,
+                forKey: context.key, processorIdentifier: context.cacheIdentifier,
                 extendingExpiration: options.memoryCacheAccessExtendingExpiration) else { return nil }
             return context.result(image, cacheType: .memory)
         }
@@ -332,11 +331,9 @@ public final class HalcyonManager: Sendable {
         if let image = cached.image {
             return context.result(try await finishDecoding(image, options: options), cacheType: cached.cacheType)
         }
-        guard !processorID.isEmpty else { return nil }
-        var originalOptions = options
-        originalOptions.processor = DefaultImageProcessor.default
-        guard let original = try await context.originalCache.retrieveImageInDiskCache(
-            forKey: context.key, options: originalOptions,
+        guard !options.processor.identifier.isEmpty else { return nil }
+        guard let original = try await context.originalCache.retrieveOriginalImageInDiskCache(
+            forKey: context.key, options: options,
             extendingExpiration: options.diskCacheAccessExtendingExpiration) else { return nil }
         let image = try await process(.image(original), context: context)
         try await store(image, original: nil, response: nil, context: context)
@@ -392,7 +389,7 @@ public final class HalcyonManager: Sendable {
     /// The cached entry for this attempt when it carries validators and needs revalidation.
     private func staleEntryWithValidators(_ context: AttemptContext) async throws(HalcyonError) -> DiskStorage.Entry? {
         guard let entry = try await context.targetCache.diskEntry(
-            forKey: context.key, processorIdentifier: context.options.processor.identifier, includingExpired: true) else { return nil }
+            forKey: context.key, processorIdentifier: context.cacheIdentifier, includingExpired: true) else { return nil }
         guard entry.metadata.etag != nil || entry.metadata.lastModified != nil else { return nil }
         return context.options.refreshCached || entry.isExpired() ? entry : nil
     }
@@ -400,7 +397,7 @@ public final class HalcyonManager: Sendable {
     /// A 304 answer: keep the entry, give it a new expiration, and use it.
     private func revalidated(_ entry: DiskStorage.Entry, context: AttemptContext) async throws(HalcyonError) -> Image {
         let options = context.options
-        let processorID = options.processor.identifier
+        let processorID = context.cacheIdentifier
         try await context.targetCache.extendDiskExpiration(forKey: context.key, processorIdentifier: processorID, to: options.diskCacheExpiration)
         let image = try await onProcessingQueue(options) { () throws(HalcyonError) -> Image in
             try options.cacheSerializer.image(with: entry.data, options: options)
@@ -429,7 +426,7 @@ public final class HalcyonManager: Sendable {
     private func process(_ item: ImageProcessItem, context: AttemptContext) async throws(HalcyonError) -> Image {
         let options = context.options
         let processor = options.processor
-        let key = ImageCache.computedKey(context.key, processorIdentifier: processor.identifier)
+        let key = ImageCache.computedKey(context.key, processorIdentifier: context.cacheIdentifier)
         do {
             return try await processingCoalescer.value(forKey: key) {
                 try await self.onProcessingQueue(options) { () throws(HalcyonError) -> Image in
@@ -465,7 +462,7 @@ public final class HalcyonManager: Sendable {
 
     private func store(_ image: Image, original: Data?, response: ImageDownloadResponse?, context: AttemptContext) async throws(HalcyonError) {
         let options = context.options
-        let processorID = options.processor.identifier
+        let processorID = context.cacheIdentifier
         let metadata = CacheEntryMetadata(
             originalKey: context.key,
             contentType: response?.value(forHTTPHeaderField: "content-type"),
@@ -474,7 +471,7 @@ public final class HalcyonManager: Sendable {
             cacheControl: response?.value(forHTTPHeaderField: "cache-control"))
         let target = context.targetCache
         let toDisk = !options.cacheMemoryOnly
-        let storeOriginal = options.cacheOriginalImage && !processorID.isEmpty && toDisk && original != nil
+        let storeOriginal = options.cacheOriginalImage && !options.processor.identifier.isEmpty && toDisk && original != nil
         if options.waitForCache {
             try await target.store(image, original: original, forKey: context.key, processorIdentifier: processorID,
                                    cacheSerializer: options.cacheSerializer, toDisk: toDisk,
@@ -507,7 +504,7 @@ public final class HalcyonManager: Sendable {
         if isLowDataMode && options.lowDataModeSource != nil { return nil }
         let key = cacheKey(for: source, options: options)
         let context = AttemptContext(manager: self, source: source, originalSource: source, key: key, options: options)
-        let processorID = options.processor.identifier
+        let processorID = context.cacheIdentifier
         if let image = context.targetCache.retrieveImageInMemoryCache(
             forKey: key, processorIdentifier: processorID, extendingExpiration: options.memoryCacheAccessExtendingExpiration) {
             return context.result(image, cacheType: .memory)
@@ -536,6 +533,8 @@ private struct AttemptContext: Sendable {
     let options: HalcyonParsedOptionsInfo
     let targetCache: ImageCache
     let originalCache: ImageCache
+    /// The processor-and-frame-choice part of the cache key (``ImageCache/processorIdentifier(for:)``).
+    let cacheIdentifier: String
 
     init(manager: HalcyonManager, source: Source, originalSource: Source, key: String, options: HalcyonParsedOptionsInfo) {
         self.source = source
@@ -544,6 +543,7 @@ private struct AttemptContext: Sendable {
         self.options = options
         targetCache = options.targetCache ?? manager.cache
         originalCache = options.originalCache ?? targetCache
+        cacheIdentifier = ImageCache.processorIdentifier(for: options)
     }
 
     var isNetwork: Bool {
