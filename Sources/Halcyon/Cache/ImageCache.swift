@@ -255,12 +255,8 @@ public final class ImageCache: Sendable {
             return
         }
         let load: @Sendable () -> Void = {
-            let result = self.loadFromDisk(computedKey: computed, options: options, extending: diskExpirationExtending)
-                .map { image -> ImageCacheResult in
-                    guard let image else { return .none }
-                    self.memoryStorage.store(value: image, forKey: computed, expiration: memoryExpiration)
-                    return .disk(image)
-                }
+            let result = self.diskHit(computedKey: computed, options: options, memoryExpiration: memoryExpiration,
+                                      extending: diskExpirationExtending, isCancelled: { false })
             Self.deliver(result, on: callbackQueue, completionHandler)
         }
         if loadDiskFileSynchronously { load() } else { readQueue.async(execute: load) }
@@ -270,6 +266,8 @@ public final class ImageCache: Sendable {
     ///
     /// The async form of ``retrieveImage(forKey:options:memoryExpiration:memoryExpirationExtending:diskExpirationExtending:loadDiskFileSynchronously:callbackQueue:completionHandler:)``;
     /// the disk read and decode run on the cache's queue, not the caller's executor.
+    /// Cancelling the calling task makes it throw `requestError(.taskCancelled)`
+    /// and keeps a disk hit read meanwhile out of memory.
     public func retrieveImage(
         forKey key: String,
         options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
@@ -281,12 +279,35 @@ public final class ImageCache: Sendable {
         if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
             return .memory(image)
         }
-        let result = await awaitDelivery { deliver in
-            retrieveImage(forKey: key, options: options, memoryExpiration: memoryExpiration,
-                          memoryExpirationExtending: memoryExpirationExtending,
-                          diskExpirationExtending: diskExpirationExtending) { deliver($0) }
+        let cancelled = Locked(false)
+        let result = await withTaskCancellationHandler {
+            await onQueue(readQueue) {
+                self.diskHit(computedKey: computed, options: options, memoryExpiration: memoryExpiration,
+                             extending: diskExpirationExtending, isCancelled: { cancelled.withLock { $0 } })
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
         }
         return try result.get()
+    }
+
+    /// Reads `computedKey` from disk, decodes it and puts it into memory; a read cancelled meanwhile stores nothing.
+    private func diskHit(
+        computedKey: String, options: HalcyonParsedOptionsInfo, memoryExpiration: StorageExpiration?,
+        extending: ExpirationExtending, isCancelled: () -> Bool
+    ) -> Result<ImageCacheResult, HalcyonError> {
+        let cancellation = HalcyonError.requestError(reason: .taskCancelled(url: nil))
+        if isCancelled() { return .failure(cancellation) }
+        switch loadFromDisk(computedKey: computedKey, options: options, extending: extending) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(nil):
+            return .success(.none)
+        case .success(let image?):
+            if isCancelled() { return .failure(cancellation) }
+            memoryStorage.store(value: image, forKey: computedKey, expiration: memoryExpiration)
+            return .success(.disk(image))
+        }
     }
 
     /// Retrieves a result with options given as a ``HalcyonOptionsInfo`` list.

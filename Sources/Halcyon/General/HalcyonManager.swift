@@ -329,7 +329,9 @@ public final class HalcyonManager: Sendable {
             memoryExpirationExtending: options.memoryCacheAccessExtendingExpiration,
             diskExpirationExtending: options.diskCacheAccessExtendingExpiration)
         if let image = cached.image {
-            return context.result(try await finishDecoding(image, options: options), cacheType: cached.cacheType)
+            let decoded = try await finishDecoding(image, options: options)
+            try context.checkNotCancelled()
+            return context.result(decoded, cacheType: cached.cacheType)
         }
         guard !options.processor.identifier.isEmpty else { return nil }
         guard let original = try await context.originalCache.retrieveOriginalImageInDiskCache(
@@ -460,7 +462,9 @@ public final class HalcyonManager: Sendable {
 
     // MARK: - Storing
 
+    /// Stores a result in the caches; a cancelled task stores nothing and throws `taskCancelled`.
     private func store(_ image: Image, original: Data?, response: ImageDownloadResponse?, context: AttemptContext) async throws(HalcyonError) {
+        try context.checkNotCancelled()
         let options = context.options
         let processorID = context.cacheIdentifier
         let metadata = CacheEntryMetadata(
@@ -544,6 +548,11 @@ private struct AttemptContext: Sendable {
         targetCache = options.targetCache ?? manager.cache
         originalCache = options.originalCache ?? targetCache
         cacheIdentifier = ImageCache.processorIdentifier(for: options)
+    }
+
+    /// Throws `requestError(.taskCancelled)` when the current task is cancelled.
+    func checkNotCancelled() throws(HalcyonError) {
+        if Task.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
     }
 
     var isNetwork: Bool {
