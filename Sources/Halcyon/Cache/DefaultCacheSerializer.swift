@@ -13,6 +13,11 @@ public struct DefaultCacheSerializer: CacheSerializer {
     /// Quality for lossy re-encoding, 0...1. Default 1.
     public var compressionQuality: CGFloat
     /// Store the original bytes whenever they are given, even for a processed image.
+    ///
+    /// ``ImageCache`` still never stores the original bytes under a processed
+    /// key (`key@processorIdentifier`) unless the image is what they decode to:
+    /// there it stores the processed image, so a disk hit is always what the
+    /// processor made.
     public var preferCacheOriginalData: Bool
 
     /// Makes a serializer; quality 1 and re-encoding of processed images by default.

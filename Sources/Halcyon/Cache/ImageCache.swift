@@ -4,8 +4,9 @@ import Foundation
 /// A two-layer image cache: decoded images in memory, encoded bytes on disk.
 ///
 /// Kingfisher's `ImageCache` shape. Images are stored under `key`, or
-/// `key@processorIdentifier` when a non-default processor made them, so one
-/// source can be cached once per processing. A memory hit is answered on the
+/// `key@processorIdentifier` when a non-default processor made them or they
+/// hold only the first frame (see ``processorIdentifier(for:)``), so one
+/// source can be cached once per processing and frame choice. A memory hit is answered on the
 /// caller's thread; everything that touches the disk runs on the cache's own
 /// queues, never on the caller's thread unless `loadDiskFileSynchronously`
 /// asks for it: serializing, writes and removals on one serial queue, in call
@@ -29,6 +30,8 @@ public final class ImageCache: Sendable {
     private let ioQueue: DispatchQueue
     /// Concurrent: disk reads and decoding.
     private let readQueue: DispatchQueue
+    /// Test hook: called on the read queue with the computed key before each disk read of an image.
+    let diskReadWillStart = Locked<(@Sendable (String) -> Void)?>(nil)
 
     // MARK: - Making caches
 
@@ -60,11 +63,6 @@ public final class ImageCache: Sendable {
         self.init(memoryStorage: MemoryStorage.Backend(config: MemoryStorage.Config()), diskStorage: disk)
     }
 
-    /// The key an image is stored under: `key`, or `key@processorIdentifier` for a non-empty identifier.
-    public static func computedKey(_ key: String, processorIdentifier identifier: String) -> String {
-        identifier.isEmpty ? key : key + "@" + identifier
-    }
-
     // MARK: - Storing
 
     /// Stores `image` in memory and, with `toDisk`, its serialized bytes on disk.
@@ -72,7 +70,8 @@ public final class ImageCache: Sendable {
     /// The memory store happens before this returns. Serializing and the disk
     /// write run on the cache's queue; `completionHandler` then gets the result
     /// on `callbackQueue`. `original` is the data the image came from, which the
-    /// serializer may store as is. `metadata` (ETag, Last-Modified...) is kept
+    /// serializer may store as is, except under a processed key when the image
+    /// is not what those bytes decode to. `metadata` (ETag, Last-Modified...) is kept
     /// with the disk entry for revalidation.
     public func store(
         _ image: Image,
@@ -99,7 +98,8 @@ public final class ImageCache: Sendable {
             return
         }
         ioQueue.async {
-            let result = self.serializeAndWrite(image, original: original, computedKey: computed, serializer: serializer,
+            let result = self.serializeAndWrite(image, original: original, computedKey: computed, isProcessed: !identifier.isEmpty,
+                                                serializer: serializer,
                                                 expiration: diskExpiration, metadata: metadata,
                                                 forcedExtension: forcedExtension, syncsWrites: syncsWrites)
             if let completionHandler {
@@ -189,13 +189,13 @@ public final class ImageCache: Sendable {
     }
 
     private func serializeAndWrite(
-        _ image: Image, original: Data?, computedKey: String, serializer: any CacheSerializer,
+        _ image: Image, original: Data?, computedKey: String, isProcessed: Bool, serializer: any CacheSerializer,
         expiration: StorageExpiration?, metadata: CacheEntryMetadata?,
         forcedExtension: String?, syncsWrites: Bool?
     ) -> Result<Void, HalcyonError> {
         let data: Data
         do throws(HalcyonError) {
-            data = try serializer.data(with: image, original: original)
+            data = try Self.serialized(image, original: original, isProcessed: isProcessed, serializer: serializer)
         } catch {
             return .failure(.cacheError(reason: .cannotSerializeImage(key: computedKey, message: "\(error)")))
         }
@@ -209,6 +209,22 @@ public final class ImageCache: Sendable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The bytes `serializer` gives for `image`; never the original's bytes under a processed key unless they decode to `image`.
+    ///
+    /// A serializer that prefers the original data (``DefaultCacheSerializer/preferCacheOriginalData``)
+    /// would otherwise put the unprocessed source under `key@processorIdentifier`,
+    /// and a disk hit would return an image the processor never made. Then the
+    /// image itself is serialized (with no original).
+    private static func serialized(
+        _ image: Image, original: Data?, isProcessed: Bool, serializer: any CacheSerializer
+    ) throws(HalcyonError) -> Data {
+        let data = try serializer.data(with: image, original: original)
+        guard isProcessed, let original, data == original, image.sourceFingerprint?.identifies(original) != true else {
+            return data
+        }
+        return try serializer.data(with: image, original: nil)
     }
 
     // MARK: - Retrieving
@@ -233,18 +249,14 @@ public final class ImageCache: Sendable {
         callbackQueue: DispatchQueue? = nil,
         completionHandler: @escaping @Sendable (Result<ImageCacheResult, HalcyonError>) -> Void
     ) {
-        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
         if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
             Self.deliver(.success(.memory(image)), on: callbackQueue, completionHandler)
             return
         }
         let load: @Sendable () -> Void = {
-            let result = self.loadFromDisk(computedKey: computed, options: options, extending: diskExpirationExtending)
-                .map { image -> ImageCacheResult in
-                    guard let image else { return .none }
-                    self.memoryStorage.store(value: image, forKey: computed, expiration: memoryExpiration)
-                    return .disk(image)
-                }
+            let result = self.diskHit(computedKey: computed, options: options, memoryExpiration: memoryExpiration,
+                                      extending: diskExpirationExtending, isCancelled: { false })
             Self.deliver(result, on: callbackQueue, completionHandler)
         }
         if loadDiskFileSynchronously { load() } else { readQueue.async(execute: load) }
@@ -254,6 +266,8 @@ public final class ImageCache: Sendable {
     ///
     /// The async form of ``retrieveImage(forKey:options:memoryExpiration:memoryExpirationExtending:diskExpirationExtending:loadDiskFileSynchronously:callbackQueue:completionHandler:)``;
     /// the disk read and decode run on the cache's queue, not the caller's executor.
+    /// Cancelling the calling task makes it throw `requestError(.taskCancelled)`
+    /// and keeps a disk hit read meanwhile out of memory.
     public func retrieveImage(
         forKey key: String,
         options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
@@ -261,16 +275,39 @@ public final class ImageCache: Sendable {
         memoryExpirationExtending: ExpirationExtending = .cacheTime,
         diskExpirationExtending: ExpirationExtending = .cacheTime
     ) async throws(HalcyonError) -> ImageCacheResult {
-        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
         if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
             return .memory(image)
         }
-        let result = await awaitDelivery { deliver in
-            retrieveImage(forKey: key, options: options, memoryExpiration: memoryExpiration,
-                          memoryExpirationExtending: memoryExpirationExtending,
-                          diskExpirationExtending: diskExpirationExtending) { deliver($0) }
+        let cancelled = Locked(false)
+        let result = await withTaskCancellationHandler {
+            await onQueue(readQueue) {
+                self.diskHit(computedKey: computed, options: options, memoryExpiration: memoryExpiration,
+                             extending: diskExpirationExtending, isCancelled: { cancelled.withLock { $0 } })
+            }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
         }
         return try result.get()
+    }
+
+    /// Reads `computedKey` from disk, decodes it and puts it into memory; a read cancelled meanwhile stores nothing.
+    private func diskHit(
+        computedKey: String, options: HalcyonParsedOptionsInfo, memoryExpiration: StorageExpiration?,
+        extending: ExpirationExtending, isCancelled: () -> Bool
+    ) -> Result<ImageCacheResult, HalcyonError> {
+        let cancellation = HalcyonError.requestError(reason: .taskCancelled(url: nil))
+        if isCancelled() { return .failure(cancellation) }
+        switch loadFromDisk(computedKey: computedKey, options: options, extending: extending) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(nil):
+            return .success(.none)
+        case .success(let image?):
+            if isCancelled() { return .failure(cancellation) }
+            memoryStorage.store(value: image, forKey: computedKey, expiration: memoryExpiration)
+            return .success(.disk(image))
+        }
     }
 
     /// Retrieves a result with options given as a ``HalcyonOptionsInfo`` list.
@@ -291,7 +328,7 @@ public final class ImageCache: Sendable {
 
     /// The image for `key` made by the processor with `processorIdentifier`, from memory only.
     public func retrieveImageInMemoryCache(forKey key: String, options: HalcyonParsedOptionsInfo) -> Image? {
-        retrieveImageInMemoryCache(forKey: key, processorIdentifier: options.processor.identifier)
+        retrieveImageInMemoryCache(forKey: key, processorIdentifier: Self.processorIdentifier(for: options))
     }
 
     /// The image for `key` made by `options.processor`, from disk only, decoded on the cache's queue.
@@ -304,7 +341,7 @@ public final class ImageCache: Sendable {
         callbackQueue: DispatchQueue? = nil,
         completionHandler: @escaping @Sendable (Result<Image?, HalcyonError>) -> Void
     ) {
-        let computed = Self.computedKey(key, processorIdentifier: options.processor.identifier)
+        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
         readQueue.async {
             Self.deliver(self.loadFromDisk(computedKey: computed, options: options, extending: extendingExpiration),
                          on: callbackQueue, completionHandler)
@@ -325,7 +362,21 @@ public final class ImageCache: Sendable {
         return try result.get()
     }
 
+    /// The unprocessed image for `key` from disk (stored with no processor identifier), decoded with `options`.
+    ///
+    /// The options' decoding choices apply, `.onlyLoadFirstFrame` included, so
+    /// an original kept with every frame serves a first-frame request too.
+    func retrieveOriginalImageInDiskCache(
+        forKey key: String,
+        options: HalcyonParsedOptionsInfo,
+        extendingExpiration: ExpirationExtending
+    ) async throws(HalcyonError) -> Image? {
+        let result = await onQueue(readQueue) { self.loadFromDisk(computedKey: key, options: options, extending: extendingExpiration) }
+        return try result.get()
+    }
+
     private func loadFromDisk(computedKey: String, options: HalcyonParsedOptionsInfo, extending: ExpirationExtending) -> Result<Image?, HalcyonError> {
+        diskReadWillStart.withLock { $0 }?(computedKey)
         let data: Data
         do throws(HalcyonError) {
             guard let stored = try diskStorage.value(forKey: computedKey, forcedExtension: options.forcedExtension,

@@ -5,7 +5,8 @@ import Foundation
 /// SDWebImage's failed-URL blocklist: the manager adds a URL after a
 /// permanent failure (an HTTP status such as 404 or 410, or data that does
 /// not decode) and refuses to fetch it again until the `.retryFailed` option
-/// is given or the entry is removed. Transient failures (timeouts, refused
+/// is given or the entry is removed; any later successful download of the URL
+/// (such as a `.retryFailed` one) removes it. Transient failures (timeouts, refused
 /// connections, 5xx, cancellation) are never added.
 ///
 /// Bounded: it keeps at most ``countLimit`` URLs (default 10 000) and drops

@@ -10,7 +10,7 @@ import Foundation
 /// here per cache key and processor, so callers asking for the same result
 /// share one run) and stored. Failures go through the retry strategy, then
 /// the alternative sources. Permanent network failures block their URL until
-/// `.retryFailed`. Cached network images with validators are revalidated with
+/// `.retryFailed`; any successful download (or 304) of a URL unblocks it. Cached network images with validators are revalidated with
 /// the server when expired or when `.refreshCached` asks. Thread-safe.
 public final class HalcyonManager: Sendable {
     /// The shared manager, on ``ImageDownloader/default`` and ``ImageCache/default``.
@@ -257,7 +257,7 @@ public final class HalcyonManager: Sendable {
         let downloader = options.downloader ?? self.downloader
         let identities = [ObjectIdentifier(context.targetCache), ObjectIdentifier(context.originalCache), ObjectIdentifier(downloader)]
             .map { String(UInt(bitPattern: $0), radix: 36) }
-        let processed = ImageCache.computedKey(context.key, processorIdentifier: options.processor.identifier)
+        let processed = ImageCache.computedKey(context.key, processorIdentifier: context.cacheIdentifier)
         let skipsCache = options.forceRefresh || options.refreshCached
         return identities.joined(separator: ":") + (skipsCache ? ":refresh:" : ":") + processed
     }
@@ -272,7 +272,7 @@ public final class HalcyonManager: Sendable {
             return try await loadCoalescer.value(forKey: sharingKey) {
                 let options = context.options
                 if !options.forceRefresh, !options.refreshCached, let image = context.targetCache.retrieveImageInMemoryCache(
-                    forKey: context.key, processorIdentifier: options.processor.identifier,
+                    forKey: context.key, processorIdentifier: context.cacheIdentifier,
                     extendingExpiration: options.memoryCacheAccessExtendingExpiration) {
                     return LoadedImage(image: image, cacheType: .memory, data: nil, metrics: nil)
                 }
@@ -316,11 +316,10 @@ public final class HalcyonManager: Sendable {
     /// A hit in the memory or disk cache, processing an original from disk when needed.
     private func cachedResult(_ context: AttemptContext) async throws(HalcyonError) -> RetrieveImageResult? {
         let options = context.options
-        let processorID = options.processor.identifier
         if options.refreshCached && context.isNetwork { return nil }
         if options.fromMemoryCacheOrRefresh {
             guard let image = context.targetCache.retrieveImageInMemoryCache(
-                forKey: context.key, processorIdentifier: processorID,
+                forKey: context.key, processorIdentifier: context.cacheIdentifier,
                 extendingExpiration: options.memoryCacheAccessExtendingExpiration) else { return nil }
             return context.result(image, cacheType: .memory)
         }
@@ -330,13 +329,13 @@ public final class HalcyonManager: Sendable {
             memoryExpirationExtending: options.memoryCacheAccessExtendingExpiration,
             diskExpirationExtending: options.diskCacheAccessExtendingExpiration)
         if let image = cached.image {
-            return context.result(try await finishDecoding(image, options: options), cacheType: cached.cacheType)
+            let decoded = try await finishDecoding(image, options: options)
+            try context.checkNotCancelled()
+            return context.result(decoded, cacheType: cached.cacheType)
         }
-        guard !processorID.isEmpty else { return nil }
-        var originalOptions = options
-        originalOptions.processor = DefaultImageProcessor.default
-        guard let original = try await context.originalCache.retrieveImageInDiskCache(
-            forKey: context.key, options: originalOptions,
+        guard !options.processor.identifier.isEmpty else { return nil }
+        guard let original = try await context.originalCache.retrieveOriginalImageInDiskCache(
+            forKey: context.key, options: options,
             extendingExpiration: options.diskCacheAccessExtendingExpiration) else { return nil }
         let image = try await process(.image(original), context: context)
         try await store(image, original: nil, response: nil, context: context)
@@ -377,9 +376,11 @@ public final class HalcyonManager: Sendable {
         let downloader = options.downloader ?? self.downloader
         do throws(HalcyonError) {
             let loaded = try await downloader.downloadData(with: url, options: downloadOptions)
+            failedURLs.remove(url)
             return .loaded(LoadedData(data: loaded.data, response: loaded.response, metrics: loaded.metrics))
         } catch {
             if let stale, case .responseError(reason: .notModified) = error {
+                failedURLs.remove(url)
                 return .notModified(try await revalidated(stale, context: context))
             }
             if FailedURLBlocklist.isPermanent(error) { failedURLs.insert(url) }
@@ -390,7 +391,7 @@ public final class HalcyonManager: Sendable {
     /// The cached entry for this attempt when it carries validators and needs revalidation.
     private func staleEntryWithValidators(_ context: AttemptContext) async throws(HalcyonError) -> DiskStorage.Entry? {
         guard let entry = try await context.targetCache.diskEntry(
-            forKey: context.key, processorIdentifier: context.options.processor.identifier, includingExpired: true) else { return nil }
+            forKey: context.key, processorIdentifier: context.cacheIdentifier, includingExpired: true) else { return nil }
         guard entry.metadata.etag != nil || entry.metadata.lastModified != nil else { return nil }
         return context.options.refreshCached || entry.isExpired() ? entry : nil
     }
@@ -398,7 +399,7 @@ public final class HalcyonManager: Sendable {
     /// A 304 answer: keep the entry, give it a new expiration, and use it.
     private func revalidated(_ entry: DiskStorage.Entry, context: AttemptContext) async throws(HalcyonError) -> Image {
         let options = context.options
-        let processorID = options.processor.identifier
+        let processorID = context.cacheIdentifier
         try await context.targetCache.extendDiskExpiration(forKey: context.key, processorIdentifier: processorID, to: options.diskCacheExpiration)
         let image = try await onProcessingQueue(options) { () throws(HalcyonError) -> Image in
             try options.cacheSerializer.image(with: entry.data, options: options)
@@ -427,7 +428,7 @@ public final class HalcyonManager: Sendable {
     private func process(_ item: ImageProcessItem, context: AttemptContext) async throws(HalcyonError) -> Image {
         let options = context.options
         let processor = options.processor
-        let key = ImageCache.computedKey(context.key, processorIdentifier: processor.identifier)
+        let key = ImageCache.computedKey(context.key, processorIdentifier: context.cacheIdentifier)
         do {
             return try await processingCoalescer.value(forKey: key) {
                 try await self.onProcessingQueue(options) { () throws(HalcyonError) -> Image in
@@ -461,9 +462,11 @@ public final class HalcyonManager: Sendable {
 
     // MARK: - Storing
 
+    /// Stores a result in the caches; a cancelled task stores nothing and throws `taskCancelled`.
     private func store(_ image: Image, original: Data?, response: ImageDownloadResponse?, context: AttemptContext) async throws(HalcyonError) {
+        try context.checkNotCancelled()
         let options = context.options
-        let processorID = options.processor.identifier
+        let processorID = context.cacheIdentifier
         let metadata = CacheEntryMetadata(
             originalKey: context.key,
             contentType: response?.value(forHTTPHeaderField: "content-type"),
@@ -472,7 +475,7 @@ public final class HalcyonManager: Sendable {
             cacheControl: response?.value(forHTTPHeaderField: "cache-control"))
         let target = context.targetCache
         let toDisk = !options.cacheMemoryOnly
-        let storeOriginal = options.cacheOriginalImage && !processorID.isEmpty && toDisk && original != nil
+        let storeOriginal = options.cacheOriginalImage && !options.processor.identifier.isEmpty && toDisk && original != nil
         if options.waitForCache {
             try await target.store(image, original: original, forKey: context.key, processorIdentifier: processorID,
                                    cacheSerializer: options.cacheSerializer, toDisk: toDisk,
@@ -505,7 +508,7 @@ public final class HalcyonManager: Sendable {
         if isLowDataMode && options.lowDataModeSource != nil { return nil }
         let key = cacheKey(for: source, options: options)
         let context = AttemptContext(manager: self, source: source, originalSource: source, key: key, options: options)
-        let processorID = options.processor.identifier
+        let processorID = context.cacheIdentifier
         if let image = context.targetCache.retrieveImageInMemoryCache(
             forKey: key, processorIdentifier: processorID, extendingExpiration: options.memoryCacheAccessExtendingExpiration) {
             return context.result(image, cacheType: .memory)
@@ -534,6 +537,8 @@ private struct AttemptContext: Sendable {
     let options: HalcyonParsedOptionsInfo
     let targetCache: ImageCache
     let originalCache: ImageCache
+    /// The processor-and-frame-choice part of the cache key (``ImageCache/processorIdentifier(for:)``).
+    let cacheIdentifier: String
 
     init(manager: HalcyonManager, source: Source, originalSource: Source, key: String, options: HalcyonParsedOptionsInfo) {
         self.source = source
@@ -542,6 +547,12 @@ private struct AttemptContext: Sendable {
         self.options = options
         targetCache = options.targetCache ?? manager.cache
         originalCache = options.originalCache ?? targetCache
+        cacheIdentifier = ImageCache.processorIdentifier(for: options)
+    }
+
+    /// Throws `requestError(.taskCancelled)` when the current task is cancelled.
+    func checkNotCancelled() throws(HalcyonError) {
+        if Task.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
     }
 
     var isNetwork: Bool {

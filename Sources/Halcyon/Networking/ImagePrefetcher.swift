@@ -212,7 +212,7 @@ public final class ImagePrefetcher: Sendable {
     private func cachedType(_ source: Source, options: HalcyonParsedOptionsInfo) -> CacheType? {
         let cache = options.targetCache ?? manager.cache
         return cache.imageCachedType(forKey: manager.cacheKey(for: source, options: options),
-                                     processorIdentifier: options.processor.identifier)
+                                     processorIdentifier: ImageCache.processorIdentifier(for: options))
     }
 
     // MARK: - Reporting
