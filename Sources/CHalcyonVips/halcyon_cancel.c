@@ -12,8 +12,11 @@ static atomic_ulong hc_tiles = 0;
 
 hc_cancel *hc_cancel_new(void) {
     hc_cancel *cancel = g_new0(hc_cancel, 1);
-    atomic_init(&cancel->triggered, 0);
-    atomic_init(&cancel->references, 1);
+    /* Atomic stores, not atomic_init (a plain store): libvips hands the flag to
+     * its workers through glib's thread pool, an ordering ThreadSanitizer does
+     * not see, so a plain store here would be reported against their loads. */
+    atomic_store(&cancel->triggered, 0);
+    atomic_store(&cancel->references, 1);
     return cancel;
 }
 
