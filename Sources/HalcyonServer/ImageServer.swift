@@ -92,6 +92,14 @@ public final class ImageServer: Service {
         if let metrics = metricsApplication() { applications.append(metrics) }
         logger.info("halcyon serve on \(configuration.host):\(configuration.port)")
         defer { logger.info("halcyon serve stopped") }
+        // Freed image buffers stay in malloc's arenas (fragmented) unless given back: trim every 5 s.
+        let trimmer = Task.detached(priority: .background) {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(5))
+                MallocTuning.trim()
+            }
+        }
+        defer { trimmer.cancel() }
         let admission = service.admission
         let deadline = configuration.shutdownTimeout
         let logger = self.logger

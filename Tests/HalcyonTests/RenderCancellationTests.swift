@@ -99,7 +99,9 @@ struct RenderCancellationTests {
         task.cancel()
         let result = await task.result
         let returnedAfter = ContinuousClock.now - cancelled
-        #expect(returnedAfter < .milliseconds(500), "the encode returned \(returnedAfter) after its cancel")
+        // Wall time only bounds the strip in flight (slower when other processes load the machine);
+        // the CPU check below is the one that says the work stopped.
+        #expect(returnedAfter < .seconds(2), "the encode returned \(returnedAfter) after its cancel")
         let used = try await Self.cpuAfterCancel()
         #expect(used < 0.05, "the process used \(used) s of CPU between 100 and 500 ms after the cancel")
         switch result {
