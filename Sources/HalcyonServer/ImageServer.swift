@@ -113,7 +113,7 @@ public final class ImageServer: Service {
                 }
             } onGracefulShutdown: {
                 Task {
-                    try await Task.sleep(for: .milliseconds(Int64(deadline * 1000)))
+                    try await Task.sleep(for: .seconds(deadline))
                     let running = admission.runningCount
                     if running > 0 { logger.notice("shutdown deadline passed: cancelling \(running) requests") }
                     admission.cancelAll()
@@ -135,12 +135,7 @@ public final class ImageServer: Service {
             context.record.route = "health"
             return try await service.healthResponse()
         }
-        if configuration.metricsPort == nil {
-            router.get("/metrics") { _, context in
-                context.record.route = "metrics"
-                return service.metricsResponse()
-            }
-        }
+        if configuration.metricsPort == nil { addMetricsRoute(to: router) }
         let images = router.group().add(middleware: SignatureMiddleware(signer: service.signer))
         images.get("**") { request, context in try await service.image(request, context: context) }
         images.head("**") { request, context in try await service.image(request, context: context) }
@@ -162,16 +157,22 @@ public final class ImageServer: Service {
             logger: logger)
     }
 
+    /// `GET /metrics` on `router`.
+    private func addMetricsRoute(to router: Router<ServerRequestContext>) {
+        let service = self.service
+        router.get("/metrics") { _, context in
+            context.record.route = "metrics"
+            return service.metricsResponse()
+        }
+    }
+
     /// `/metrics` on its own host and port, when configured.
     private func metricsApplication() -> (any Service)? {
         guard let metricsPort = configuration.metricsPort else { return nil }
         let service = self.service
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics))
-        router.get("/metrics") { _, context in
-            context.record.route = "metrics"
-            return service.metricsResponse()
-        }
+        addMetricsRoute(to: router)
         return Application(
             router: router,
             configuration: ApplicationConfiguration(

@@ -46,11 +46,11 @@ public final class ImageService: Sendable {
         health = HealthMonitor()
         memoryBudget = MemoryBudget(capacity: configuration.memoryBudgetMegabytes * 1024 * 1024)
         connections = ConnectionLimits(
-            maxConnections: configuration.maxConnections, headerTimeout: .milliseconds(Int64(configuration.headerTimeout * 1000)))
+            maxConnections: configuration.maxConnections, headerTimeout: .nanoseconds(Int64(configuration.headerTimeout * 1e9)))
         admission = WorkAdmission(
             limiter: InFlightLimiter(limit: configuration.maxInFlight, queue: configuration.maxQueue),
-            queueTimeout: .milliseconds(Int64(configuration.queueTimeout * 1000)),
-            requestTimeout: .milliseconds(Int64(configuration.requestTimeout * 1000)),
+            queueTimeout: .seconds(configuration.queueTimeout),
+            requestTimeout: .seconds(configuration.requestTimeout),
             connections: connections)
     }
 
@@ -118,9 +118,9 @@ public final class ImageService: Sendable {
         try checkLocalSize(source)
 
         let memory = MemoryAdmission(
-            budget: memoryBudget, options: options, limits: decodingLimits,
+            budget: memoryBudget, options: options,
             maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000),
-            wait: .milliseconds(Int64(configuration.queueTimeout * 1000)))
+            wait: .seconds(configuration.queueTimeout))
         defer { memory.release() }
         let guarded = memory.guarding(processor)
         let entry = try await admission.run(on: context.channel) {

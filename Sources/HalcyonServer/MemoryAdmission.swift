@@ -12,21 +12,16 @@ import Halcyon
 final class MemoryAdmission: Sendable {
     private let budget: MemoryBudget
     private let options: ProcessingOptions
-    private let limits: ImageDecodingOptions
     private let maxResultPixels: Int
     private let wait: Duration
     private let reservations = Locked<[MemoryReservation]>([])
 
-    init(budget: MemoryBudget, options: ProcessingOptions, limits: ImageDecodingOptions, maxResultPixels: Int, wait: Duration) {
+    init(budget: MemoryBudget, options: ProcessingOptions, maxResultPixels: Int, wait: Duration) {
         self.budget = budget
         self.options = options
-        self.limits = limits
         self.maxResultPixels = maxResultPixels
         self.wait = wait
     }
-
-    /// Bytes reserved now.
-    var reservedBytes: Int { reservations.withLock { $0.reduce(0) { $0 + $1.bytes } } }
 
     /// `base` (or plain decoding) behind the admission check; same identifier, so caching and coalescing are unchanged.
     func guarding(_ base: (any ImageProcessor)?) -> any ImageProcessor {
