@@ -24,9 +24,14 @@ build: deps
 run: build
 	@HALCYON_BIN="$$($(SWIFT) build --show-bin-path)/halcyon" OUT='$(OUT)' CHAIN='$(CHAIN)' bash scripts/demo.sh
 
-## test: the whole test suite, one test at a time (timing-sensitive network tests stay honest on 2 cores).
+## test: the whole test suite. Suites that measure time, CPU use or kill processes (TIMED_SUITES) run one
+##       test at a time, so that two cores shared with other tests do not skew what they measure; every
+##       other suite runs in parallel.
+TIMED_SUITES := RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerTests|ServerSafetyTests|ServerGateTests|CLITests
 test: deps
-	$(SWIFT) test --no-parallel
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'
+	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_SUITES)'
 
 ## test-asan: the image engine and cache tests under AddressSanitizer + LeakSanitizer (own build folder).
 ASAN_SUITES := RenderCancellationTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests
@@ -35,7 +40,7 @@ test-asan: deps
 
 ## test-tsan: the downloader, cache, manager, prefetcher and view-target tests (with the 1000-caller
 ##            stress test) under ThreadSanitizer (own build folder). Any report fails the run.
-TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests
+TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests
 test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=0 $(SWIFT) test --disable-xctest --no-parallel --sanitize=thread --scratch-path .build/tsan --filter '$(TSAN_SUITES)'
 
@@ -45,7 +50,7 @@ check: test test-asan test-tsan
 ## bench: release-mode side-by-side benchmarks in one run; writes bench-results.md (a summary of every
 ##        ratio, then each benchmark's table). Installs the peers it compares against when missing:
 ##        vipsthumbnail, curl, wrk, nginx (Debian), Pillow and thumbor (PyPI).
-BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark ServerBenchmark
+BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark RetrieveHitBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark ServerBenchmark
 BENCH_WORK := $(CURDIR)/.build/bench
 bench: deps
 	@command -v vipsthumbnail >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 \

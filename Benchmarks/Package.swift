@@ -52,6 +52,10 @@ let package = Package(
             dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),
         .executableTarget(
+            name: "RetrieveHitBenchmark",
+            dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
+        ),
+        .executableTarget(
             name: "RetrieveMemoryBenchmark",
             dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),

@@ -26,12 +26,15 @@ public final class ImageService: Sendable {
     public let admission: WorkAdmission
     /// The connection-level limits, whose hang-up watch the admission uses.
     public let connections: ConnectionLimits
+    /// How the output format and quality are chosen (Accept negotiation, defaults, fallbacks).
+    public let encodingPolicy = OutputEncodingPolicy.default
     let signer: URLSigner?
     private let resolver: SourceResolver
     private let responses: ResponseCache
     private let health: HealthMonitor
     private let logger: Logger
-    private let encodeQueue = DispatchQueue(label: "halcyon.server.encode", qos: .userInitiated, attributes: .concurrent)
+    /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
+    private let encodeQueue = PipelineQueues.shared.encode
 
     /// Makes the handlers; `configuration` must have passed ``ServerConfiguration/validate()``.
     public init(configuration: ServerConfiguration, manager: HalcyonManager, metrics: ServerMetrics, logger: Logger) throws(ServerConfiguration.ConfigurationError) {
@@ -106,7 +109,7 @@ public final class ImageService: Sendable {
 
         // Output format: extension or f:, else Accept, else the source's.
         let explicit = parsed.outputExtension ?? options.format
-        let negotiated = explicit == nil ? Self.negotiate(accept: request.headers[.accept]) : nil
+        let negotiated = explicit == nil ? encodingPolicy.negotiatedFormat(accepting: request.headers[.accept]) : nil
         let processor = options.processor(limits: decodingLimits)
         let responseKey = "\(source.cacheKey)@\(processor?.identifier ?? "")#\((explicit ?? negotiated)?.rawValue ?? "source")#\(options.quality ?? 0)"
 
@@ -188,11 +191,10 @@ public final class ImageService: Sendable {
         let downloadSeconds = result.metrics?.totalDuration ?? 0
         if downloadSeconds > 0 { metrics.download(.milliseconds(Int64(downloadSeconds * 1000))) }
         try checkResult(image)
-        let format = explicit ?? negotiated ?? image.originalFormat
-        let encoding = Self.encoding(for: format, quality: quality, hasAlpha: image.hasAlpha)
+        let encoding = encodingPolicy.encoding(for: image, as: explicit ?? negotiated, quality: quality)
         let body: Data
         do {
-            body = try await RenderCancellation.perform(on: .dispatch(encodeQueue)) { () throws(HalcyonError) -> Data in
+            body = try await RenderCancellation.perform(on: encodeQueue) { () throws(HalcyonError) -> Data in
                 try ImageEncoder.encode(image, as: encoding)
             }
         } catch {
@@ -247,32 +249,6 @@ public final class ImageService: Sendable {
     }
 
     // MARK: - Helpers
-
-    /// AVIF, then WebP when `Accept` lists them and this libvips writes them; nil otherwise.
-    static func negotiate(accept: String?) -> ImageFormat? {
-        guard let accept = accept?.lowercased() else { return nil }
-        let listed = Set(accept.split(separator: ",").compactMap { part -> String? in
-            let fields = part.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard let type = fields.first else { return nil }
-            if fields.dropFirst().contains(where: { $0.replacingOccurrences(of: " ", with: "") == "q=0" }) { return nil }
-            return type
-        })
-        if listed.contains("image/avif"), ImageEncodingFormat.avif().isAvailable { return .avif }
-        if listed.contains("image/webp"), ImageEncodingFormat.webp().isAvailable { return .webp }
-        return nil
-    }
-
-    static func encoding(for format: ImageFormat, quality: Int?, hasAlpha: Bool) -> ImageEncodingFormat {
-        switch format {
-        case .jpeg: return .jpeg(quality: quality ?? 85)
-        case .webp: return .webp(quality: quality ?? 80)
-        case .avif: return .avif(quality: quality ?? 60)
-        case .png: return .png()
-        case .gif: return .gif
-        case .tiff: return .tiff
-        case .heic, .bmp, .unknown: return hasAlpha ? .png() : .jpeg(quality: quality ?? 85)
-        }
-    }
 
     static func matches(_ header: String, etag: String) -> Bool {
         header.split(separator: ",").contains { candidate in

@@ -80,21 +80,47 @@ public struct ProcessingOptions: Sendable, Hashable {
     public static func parse(_ segments: [String], maxDimension: Int) throws(ParseError) -> ProcessingOptions {
         var options = ProcessingOptions()
         for segment in segments where !segment.isEmpty {
+            try OptionSegment(segment, maxDimension: maxDimension).apply(to: &options)
+        }
+        return options
+    }
+
+    /// One `name:arg:arg` option segment, split, with the checks its arguments share.
+    private struct OptionSegment {
+        let segment: String
+        let name: String
+        let args: [String]
+        let maxDimension: Int
+
+        /// Splits `segment` into its name and arguments.
+        init(_ segment: String, maxDimension: Int) {
             let parts = segment.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            let name = parts[0]
-            let args = Array(parts.dropFirst())
-            func fail(_ message: String) -> ParseError { ParseError(option: segment, message: message) }
-            func size(_ text: String) throws(ParseError) -> Int {
-                guard let value = Int(text), value >= 0 else { throw fail("size must be a whole number of pixels ≥ 0") }
-                guard value <= maxDimension else { throw fail("size \(value) exceeds the limit of \(maxDimension)") }
-                return value
+            self.segment = segment
+            self.name = parts[0]
+            self.args = Array(parts.dropFirst())
+            self.maxDimension = maxDimension
+        }
+
+        /// The parse error for this segment.
+        func fail(_ message: String) -> ParseError { ParseError(option: segment, message: message) }
+
+        /// A pixel size: a whole number from 0 to `maxDimension`.
+        func size(_ text: String) throws(ParseError) -> Int {
+            guard let value = Int(text), value >= 0 else { throw fail("size must be a whole number of pixels ≥ 0") }
+            guard value <= maxDimension else { throw fail("size \(value) exceeds the limit of \(maxDimension)") }
+            return value
+        }
+
+        /// A finite number inside `range`.
+        func number(_ text: String, _ range: ClosedRange<Double>) throws(ParseError) -> Double {
+            guard let value = Double(text), value.isFinite, range.contains(value) else {
+                throw fail("value must be a number in \(range.lowerBound)...\(range.upperBound)")
             }
-            func number(_ text: String, _ range: ClosedRange<Double>) throws(ParseError) -> Double {
-                guard let value = Double(text), value.isFinite, range.contains(value) else {
-                    throw fail("value must be a number in \(range.lowerBound)...\(range.upperBound)")
-                }
-                return value
-            }
+            return value
+        }
+
+        /// Sets the option this segment names on `options`; throws for a bad or unknown option.
+        func apply(to options: inout ProcessingOptions) throws(ParseError) {
             switch name {
             case "rs", "resize":
                 guard (1...3).contains(args.count) else { throw fail("expected rs:{fit|fill|force}:{w}:{h}") }
@@ -139,20 +165,16 @@ public struct ProcessingOptions: Sendable, Hashable {
                 throw ParseError(option: segment, message: "unknown option \"\(name)\"")
             }
         }
-        return options
     }
 
-    /// The format a file extension names, if Halcyon can write it.
+    /// The format a bare file extension names, if Halcyon can write it.
+    ///
+    /// ``OutputEncodingPolicy/format(forExtension:)`` on a single word: `jpg`,
+    /// `jpeg`, `jpe`, `png`, `webp`, `avif`, `gif`, `tif`, `tiff`, any case;
+    /// text with a dot or a slash is refused.
     public static func outputFormat(extension text: String) -> ImageFormat? {
-        switch text.lowercased() {
-        case "jpg", "jpeg": return .jpeg
-        case "png": return .png
-        case "webp": return .webp
-        case "avif": return .avif
-        case "gif": return .gif
-        case "tif", "tiff": return .tiff
-        default: return nil
-        }
+        guard !text.contains("."), !text.contains("/") else { return nil }
+        return OutputEncodingPolicy.default.format(forExtension: text)
     }
 
     // MARK: - Processor chain

@@ -65,7 +65,7 @@ struct FetchCommand: AsyncParsableCommand {
                 logger.debug("fetching \(text) with processor '\(processor.identifier)'")
                 let result = try await manager.retrieveImage(with: source, options: options)
                 let chosen = encoding ?? OutputFormat.infer(path: destination.explicitFile, image: result.image)
-                let data = try result.image.encoded(as: ImageEncodingFormat(chosen, compressionQuality: quality.map { Double($0) / 100 }) ?? .png())
+                let data = try result.image.encoded(as: OutputFormat.encoding(of: result.image, as: chosen, quality: quality))
                 let url = try destination.write(data, index: index, source: text, format: ImageFormat(sniffing: data))
                 let item = FetchItem(source: text, result: result, bytes: data.count, output: url.path,
                                      format: ImageFormat(sniffing: data), elapsed: ContinuousClock.now - started)

@@ -3,20 +3,35 @@ import Halcyon
 
 /// Choosing and writing output files.
 enum OutputFormat {
+    /// The policy the CLI encodes with: the library's default qualities, PNG
+    /// (GIF for an animation) for formats Halcyon cannot write.
+    static let policy = OutputEncodingPolicy.pngFallback
+
+    /// The writable format a bare name (`jpeg`, `jpg`, `png`, `webp`, `gif`, `avif`, `tiff`) stands for.
+    static func named(_ name: String) -> ImageFormat? {
+        guard !name.contains("."), !name.contains("/") else { return nil }
+        return policy.format(forExtension: name)
+    }
+
     /// The format named on the command line; usage error when Halcyon cannot write it.
     static func parse(_ name: String) throws -> ImageFormat {
-        guard let format = ImageFormat(fileExtension: name), ImageEncodingFormat(format) != nil else {
+        guard let format = named(name) else {
             throw CLIFailure(code: "bad-format", message: "unknown output format \"\(name)\" (use jpeg, png, webp, gif, avif or tiff)", exitCode: 64)
         }
         return format
     }
 
-    /// The format from the output file's extension, else the image's own, else PNG.
+    /// The format from the output file's extension, else the image's own, else PNG (GIF for an animation).
     static func infer(path: String?, image: Image) -> ImageFormat {
-        if let path, let format = ImageFormat(fileExtension: (path as NSString).pathExtension), ImageEncodingFormat(format) != nil {
+        if let path, let format = policy.format(forExtension: (path as NSString).pathExtension) {
             return format
         }
-        return ImageEncodingFormat(image.originalFormat) != nil ? image.originalFormat : .png
+        return policy.writableFormat(for: image.originalFormat, hasAlpha: image.hasAlpha, isAnimated: image.isAnimated)
+    }
+
+    /// The encoding of `image` in `format` at `quality` (1...100), else the policy's default quality.
+    static func encoding(of image: Image, as format: ImageFormat, quality: Int?) -> ImageEncodingFormat {
+        policy.encoding(for: image, as: format, quality: quality)
     }
 }
 

@@ -35,6 +35,22 @@ struct PrefetchCommand: AsyncParsableCommand {
 
     mutating func run() async throws {
         let logger = global.makeLogger()
+        let (sources, processor) = try parseInputs()
+        let (manager, downloader) = try global.makeManager()
+        downloader.maxConcurrentDownloads = max(downloader.maxConcurrentDownloads, concurrency)
+        logger.debug("prefetching \(sources.count) sources, \(concurrency) at once")
+
+        let started = ContinuousClock.now
+        let showBar = !noProgress && !global.json && isatty(STDERR_FILENO) == 1
+        let bar = showBar ? ProgressBar(total: sources.count) : nil
+        let summary = await prefetch(sources, processor: processor, manager: manager, downloader: downloader, bar: bar)
+        let seconds = (ContinuousClock.now - started).halcyonMillisecondsValue / 1000
+        try printSummary(summary, sourceCount: sources.count, seconds: seconds, showedBar: bar != nil)
+        if let first = summary.failures.first { throw ExitCode(first.failure.exitCode) }
+    }
+
+    /// Reads the URL list and the chain and parses every source; prints the problem and exits on a bad input.
+    private func parseInputs() throws -> (sources: [Source], processor: any ImageProcessor) {
         let texts: [String]
         let processor: any ImageProcessor
         do {
@@ -62,13 +78,17 @@ struct PrefetchCommand: AsyncParsableCommand {
             printError("halcyon: --concurrency must be at least 1")
             throw ExitCode(64)
         }
-        let (manager, downloader) = try global.makeManager()
-        downloader.maxConcurrentDownloads = max(downloader.maxConcurrentDownloads, concurrency)
-        logger.debug("prefetching \(sources.count) sources, \(concurrency) at once")
+        return (sources, processor)
+    }
 
-        let started = ContinuousClock.now
-        let showBar = !noProgress && !global.json && isatty(STDERR_FILENO) == 1
-        let bar = showBar ? ProgressBar(total: sources.count) : nil
+    /// Runs the prefetcher with per-item output, shuts the downloader down and returns what happened.
+    private func prefetch(
+        _ sources: [Source],
+        processor: any ImageProcessor,
+        manager: HalcyonManager,
+        downloader: ImageDownloader,
+        bar: ProgressBar?
+    ) async -> Tally {
         let tally = Locked(Tally())
         let json = global.json
         let prefetcher = ImagePrefetcher(sources: sources, options: [.processor(processor), .waitForCache], manager: manager)
@@ -83,8 +103,11 @@ struct PrefetchCommand: AsyncParsableCommand {
         await downloader.shutdown()
         bar?.finish()
 
-        let summary = tally.withLock { $0 }
-        let seconds = (ContinuousClock.now - started).halcyonMillisecondsValue / 1000
+        return tally.withLock { $0 }
+    }
+
+    /// Prints the run's summary: JSON, or the failures (after a bar) and one totals line.
+    private func printSummary(_ summary: Tally, sourceCount: Int, seconds: Double, showedBar: Bool) throws {
         if global.json {
             try JSONOutput.print([
                 "completed": .array(summary.completed.map(JSONValue.string)),
@@ -94,13 +117,12 @@ struct PrefetchCommand: AsyncParsableCommand {
                 "seconds": .number((seconds * 1000).rounded() / 1000),
             ])
         } else {
-            for failure in summary.failures where bar != nil {
+            for failure in summary.failures where showedBar {
                 printError("halcyon: \(failure.failure.message)")
             }
-            print("prefetched \(sources.count): \(summary.completed.count) completed, \(summary.skipped.count) skipped, "
+            print("prefetched \(sourceCount): \(summary.completed.count) completed, \(summary.skipped.count) skipped, "
                 + "\(summary.failures.count) failed, \(ByteFormat.string(summary.bytes)) in \(String(format: "%.2f", seconds)) s")
         }
-        if let first = summary.failures.first { throw ExitCode(first.failure.exitCode) }
     }
 
     private func readList() throws -> [String] {

@@ -44,7 +44,7 @@ struct ProcessCommand: ParsableCommand {
             throw ExitCodes.usage
         }
         let requestedFormat = try format.map { name throws -> ImageFormat in
-            guard let parsed = ImageFormat(fileExtension: name), ImageEncodingFormat(parsed) != nil else {
+            guard let parsed = OutputFormat.named(name) else {
                 printError("halcyon: unknown output format \"\(name)\" (use jpeg, png, webp, gif, avif or tiff)")
                 throw ExitCodes.usage
             }

@@ -57,8 +57,9 @@ struct ProcessingJob {
         let options = HalcyonParsedOptionsInfo([.preloadAllAnimationData])
         let image = try processor.process(item: .data(data), options: options)
         let sourceFormat = ImageFormat(sniffing: data)
+        // Any image extension counts (out.bmp asks for BMP, which the policy turns into PNG).
         let chosen = format ?? ImageFormat(fileExtension: output.pathExtension) ?? sourceFormat
-        let encoding = ImageEncodingFormat(chosen, compressionQuality: quality.map { Double($0) / 100 }) ?? .png()
+        let encoding = OutputFormat.encoding(of: image, as: chosen, quality: quality)
         var destination = output
         if ImageFormat(fileExtension: destination.pathExtension) != encoding.format {
             destination = destination.deletingPathExtension().appendingPathExtension(encoding.format.fileExtension)

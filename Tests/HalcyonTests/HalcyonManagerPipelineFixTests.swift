@@ -123,4 +123,39 @@ struct HalcyonManagerPipelineFixTests {
         #expect(fixture.cache.retrieveImageInMemoryCache(forKey: url.cacheKey) == nil)
         #expect(fixture.server.hits("/image/cancel-disk-read") == 1)
     }
+
+    // MARK: Kept originals
+
+    @Test("a kept original with a forced extension serves another processor from disk")
+    func keptOriginalWithForcedExtension() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let url = fixture.url("/image/kept-extension")
+        let common: HalcyonOptionsInfo = [.cacheOriginalImage, .forcedCacheFileExtension("jpg"), .waitForCache]
+        _ = try await fixture.manager.retrieveImage(
+            with: url, options: common + [.processor(ResizingImageProcessor(referenceSize: CGSize(width: 16, height: 12)))])
+        let second = try await fixture.manager.retrieveImage(
+            with: url, options: common + [.processor(ResizingImageProcessor(referenceSize: CGSize(width: 8, height: 6)))])
+        #expect(second.cacheType == .disk && second.image.width == 8)
+        #expect(fixture.server.hits("/image/kept-extension") == 1)
+    }
+
+    @Test("an expired processed entry with validators is remade from the kept original, not revalidated")
+    func keptOriginalBeforeRevalidation() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let target = "/etag?v=kept"
+        let url = fixture.url(target)
+        let processor = ResizingImageProcessor(referenceSize: CGSize(width: 8, height: 6))
+        _ = try await fixture.manager.retrieveImage(
+            with: url, options: [.processor(processor), .cacheOriginalImage, .waitForCache, .diskCacheExpiration(.seconds(3600))])
+        _ = try await fixture.manager.retrieveImage(
+            with: url, options: [.processor(processor), .forceRefresh, .waitForCache, .diskCacheExpiration(.seconds(5))])
+        #expect(fixture.server.hits(target) == 2)
+        fixture.clock.advance(by: 10)
+        fixture.cache.clearMemoryCache()
+        let remade = try await fixture.manager.retrieveImage(with: url, options: [.processor(processor), .cacheOriginalImage, .onlyFromCache])
+        #expect(remade.cacheType == .disk && remade.image.width == 8)
+        #expect(fixture.server.hits(target) == 2, "the server was not asked again")
+    }
 }

@@ -8,6 +8,11 @@ public protocol CacheSerializer: Sendable {
     func image(with data: Data, options: HalcyonParsedOptionsInfo) throws(HalcyonError) -> Image
     /// Whether this serializer stores the original data when it has it.
     var originalDataUsed: Bool { get }
+    /// Tells serializers apart in the retrieve pipeline's keys: equal for two
+    /// serializers that store and read the same bytes. The default describes a
+    /// value type with all its stored settings (reflection, a few microseconds)
+    /// and a class by its instance; override it with a cheap string.
+    var pipelineIdentity: String { get }
 }
 
 extension CacheSerializer {

@@ -4,8 +4,9 @@ import Foundation
 ///
 /// Stores the original bytes when the image is exactly what they decode to
 /// (or always, with `preferCacheOriginalData`); otherwise re-encodes in the
-/// image's original format at `compressionQuality`, falling back to PNG for
-/// formats Halcyon cannot write. Reading decodes with the options given.
+/// image's original format at `compressionQuality` through
+/// ``OutputEncodingPolicy/pngFallback``: formats Halcyon cannot write become
+/// PNG (GIF for an animation). Reading decodes with the options given.
 public struct DefaultCacheSerializer: CacheSerializer {
     /// The shared instance with default settings.
     public static let `default` = DefaultCacheSerializer()
@@ -26,8 +27,19 @@ public struct DefaultCacheSerializer: CacheSerializer {
         self.preferCacheOriginalData = preferCacheOriginalData
     }
 
+    /// Whether the original bytes are stored whenever given (``preferCacheOriginalData``).
     public var originalDataUsed: Bool { preferCacheOriginalData }
 
+    /// `default`, with the quality and the original-data choice.
+    public var pipelineIdentity: String {
+        "default(q:\(compressionQuality),original:\(preferCacheOriginalData))"
+    }
+
+    /// The bytes to store: the original when it is what the image decodes to, else a re-encoding.
+    ///
+    /// The format is the image's original one (sniffed from `original` when
+    /// unknown), chosen and set up by ``OutputEncodingPolicy/pngFallback``;
+    /// the quality is ``compressionQuality`` × 100.
     public func data(with image: Image, original: Data?) throws(HalcyonError) -> Data {
         if let original, !original.isEmpty {
             if preferCacheOriginalData || image.sourceFingerprint?.identifies(original) == true {
@@ -36,7 +48,9 @@ public struct DefaultCacheSerializer: CacheSerializer {
         }
         var format = image.originalFormat
         if format == .unknown, let original { format = ImageFormat(sniffing: original) }
-        let encoding = ImageEncodingFormat(format, compressionQuality: Double(compressionQuality)) ?? .png()
+        let quality = Int((Double(compressionQuality) * 100).rounded())
+        let encoding = OutputEncodingPolicy.pngFallback.encoding(
+            for: format, quality: quality, hasAlpha: image.hasAlpha, isAnimated: image.isAnimated)
         return try image.encoded(as: encoding)
     }
 }

@@ -22,6 +22,9 @@ public struct FormatIndicatedCacheSerializer: CacheSerializer {
     /// The encoding used for every image.
     public let encoding: ImageEncodingFormat
 
+    /// `format-indicated`, with the encoding.
+    public var pipelineIdentity: String { "format-indicated(\(encoding))" }
+
     /// Makes a serializer for one encoding.
     public init(encoding: ImageEncodingFormat) {
         self.encoding = encoding

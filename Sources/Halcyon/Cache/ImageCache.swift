@@ -27,9 +27,9 @@ public final class ImageCache: Sendable {
     public let diskStorage: DiskStorage.Backend
 
     /// Serial: every disk write and removal, in call order, so a remove never overtakes the store before it.
-    private let ioQueue: DispatchQueue
-    /// Concurrent: disk reads and decoding.
-    private let readQueue: DispatchQueue
+    let ioQueue: DispatchQueue
+    /// Disk reads and decoding, at most twice the core count at once.
+    let readQueue: WorkQueue
     /// Test hook: called on the read queue with the computed key before each disk read of an image.
     let diskReadWillStart = Locked<(@Sendable (String) -> Void)?>(nil)
 
@@ -40,8 +40,7 @@ public final class ImageCache: Sendable {
         self.memoryStorage = memoryStorage
         self.diskStorage = diskStorage
         self.ioQueue = DispatchQueue(label: "halcyon.imagecache.io.\(diskStorage.config.name)", qos: .userInitiated)
-        self.readQueue = DispatchQueue(label: "halcyon.imagecache.read.\(diskStorage.config.name)",
-                                       qos: .userInitiated, attributes: .concurrent)
+        self.readQueue = WorkQueue(name: "halcyon.imagecache.read.\(diskStorage.config.name)", width: 2 * WorkQueue.defaultWidth)
     }
 
     /// Makes a cache with default limits whose disk directory is named after `name`.
@@ -188,7 +187,7 @@ public final class ImageCache: Sendable {
         try result.diskCacheResult.get()
     }
 
-    private func serializeAndWrite(
+    func serializeAndWrite(
         _ image: Image, original: Data?, computedKey: String, isProcessed: Bool, serializer: any CacheSerializer,
         expiration: StorageExpiration?, metadata: CacheEntryMetadata?,
         forcedExtension: String?, syncsWrites: Bool?
@@ -227,174 +226,6 @@ public final class ImageCache: Sendable {
         return try serializer.data(with: image, original: nil)
     }
 
-    // MARK: - Retrieving
-
-    /// Looks for the image for `key` made by `options.processor`: memory first, then disk.
-    ///
-    /// A disk hit is decoded with `options.cacheSerializer` and the options'
-    /// decoding limits, off the caller's thread (on it with
-    /// `loadDiskFileSynchronously`), then stored in memory with
-    /// `memoryExpiration`. Reads extend expirations per
-    /// `memoryExpirationExtending` and `diskExpirationExtending`. Bytes that no
-    /// longer decode are removed and reported as `.none`; bytes over the
-    /// options' pixel or frame limits fail with that processor error and stay
-    /// cached. Disk I/O failures fail with `.cacheError(.cannotReadFile)`.
-    public func retrieveImage(
-        forKey key: String,
-        options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
-        memoryExpiration: StorageExpiration? = nil,
-        memoryExpirationExtending: ExpirationExtending = .cacheTime,
-        diskExpirationExtending: ExpirationExtending = .cacheTime,
-        loadDiskFileSynchronously: Bool = false,
-        callbackQueue: DispatchQueue? = nil,
-        completionHandler: @escaping @Sendable (Result<ImageCacheResult, HalcyonError>) -> Void
-    ) {
-        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
-        if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
-            Self.deliver(.success(.memory(image)), on: callbackQueue, completionHandler)
-            return
-        }
-        let load: @Sendable () -> Void = {
-            let result = self.diskHit(computedKey: computed, options: options, memoryExpiration: memoryExpiration,
-                                      extending: diskExpirationExtending, isCancelled: { false })
-            Self.deliver(result, on: callbackQueue, completionHandler)
-        }
-        if loadDiskFileSynchronously { load() } else { readQueue.async(execute: load) }
-    }
-
-    /// Looks for the image for `key` made by `options.processor`: memory first, then disk.
-    ///
-    /// The async form of ``retrieveImage(forKey:options:memoryExpiration:memoryExpirationExtending:diskExpirationExtending:loadDiskFileSynchronously:callbackQueue:completionHandler:)``;
-    /// the disk read and decode run on the cache's queue, not the caller's executor.
-    /// Cancelling the calling task makes it throw `requestError(.taskCancelled)`
-    /// and keeps a disk hit read meanwhile out of memory.
-    public func retrieveImage(
-        forKey key: String,
-        options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
-        memoryExpiration: StorageExpiration? = nil,
-        memoryExpirationExtending: ExpirationExtending = .cacheTime,
-        diskExpirationExtending: ExpirationExtending = .cacheTime
-    ) async throws(HalcyonError) -> ImageCacheResult {
-        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
-        if let image = memoryStorage.value(forKey: computed, extendingExpiration: memoryExpirationExtending) {
-            return .memory(image)
-        }
-        let cancelled = Locked(false)
-        let result = await withTaskCancellationHandler {
-            await onQueue(readQueue) {
-                self.diskHit(computedKey: computed, options: options, memoryExpiration: memoryExpiration,
-                             extending: diskExpirationExtending, isCancelled: { cancelled.withLock { $0 } })
-            }
-        } onCancel: {
-            cancelled.withLock { $0 = true }
-        }
-        return try result.get()
-    }
-
-    /// Reads `computedKey` from disk, decodes it and puts it into memory; a read cancelled meanwhile stores nothing.
-    private func diskHit(
-        computedKey: String, options: HalcyonParsedOptionsInfo, memoryExpiration: StorageExpiration?,
-        extending: ExpirationExtending, isCancelled: () -> Bool
-    ) -> Result<ImageCacheResult, HalcyonError> {
-        let cancellation = HalcyonError.requestError(reason: .taskCancelled(url: nil))
-        if isCancelled() { return .failure(cancellation) }
-        switch loadFromDisk(computedKey: computedKey, options: options, extending: extending) {
-        case .failure(let error):
-            return .failure(error)
-        case .success(nil):
-            return .success(.none)
-        case .success(let image?):
-            if isCancelled() { return .failure(cancellation) }
-            memoryStorage.store(value: image, forKey: computedKey, expiration: memoryExpiration)
-            return .success(.disk(image))
-        }
-    }
-
-    /// Retrieves a result with options given as a ``HalcyonOptionsInfo`` list.
-    public func retrieveImage(forKey key: String, options: HalcyonOptionsInfo?) async throws(HalcyonError) -> ImageCacheResult {
-        try await retrieveImage(forKey: key, options: HalcyonParsedOptionsInfo(options))
-    }
-
-    /// The image for `key` made by the processor with `processorIdentifier`, from memory only.
-    ///
-    /// Runs on the caller's thread and never touches the disk.
-    public func retrieveImageInMemoryCache(
-        forKey key: String,
-        processorIdentifier identifier: String = "",
-        extendingExpiration: ExpirationExtending = .cacheTime
-    ) -> Image? {
-        memoryStorage.value(forKey: Self.computedKey(key, processorIdentifier: identifier), extendingExpiration: extendingExpiration)
-    }
-
-    /// The image for `key` made by the processor with `processorIdentifier`, from memory only.
-    public func retrieveImageInMemoryCache(forKey key: String, options: HalcyonParsedOptionsInfo) -> Image? {
-        retrieveImageInMemoryCache(forKey: key, processorIdentifier: Self.processorIdentifier(for: options))
-    }
-
-    /// The image for `key` made by `options.processor`, from disk only, decoded on the cache's queue.
-    ///
-    /// Does not put the image in memory. `nil` when not on disk, expired, or no longer decodable (then removed).
-    public func retrieveImageInDiskCache(
-        forKey key: String,
-        options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
-        extendingExpiration: ExpirationExtending = .cacheTime,
-        callbackQueue: DispatchQueue? = nil,
-        completionHandler: @escaping @Sendable (Result<Image?, HalcyonError>) -> Void
-    ) {
-        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
-        readQueue.async {
-            Self.deliver(self.loadFromDisk(computedKey: computed, options: options, extending: extendingExpiration),
-                         on: callbackQueue, completionHandler)
-        }
-    }
-
-    /// The image for `key` made by `options.processor`, from disk only; async form.
-    public func retrieveImageInDiskCache(
-        forKey key: String,
-        options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
-        extendingExpiration: ExpirationExtending = .cacheTime
-    ) async throws(HalcyonError) -> Image? {
-        let result = await awaitDelivery { deliver in
-            retrieveImageInDiskCache(forKey: key, options: options, extendingExpiration: extendingExpiration) {
-                deliver($0)
-            }
-        }
-        return try result.get()
-    }
-
-    /// The unprocessed image for `key` from disk (stored with no processor identifier), decoded with `options`.
-    ///
-    /// The options' decoding choices apply, `.onlyLoadFirstFrame` included, so
-    /// an original kept with every frame serves a first-frame request too.
-    func retrieveOriginalImageInDiskCache(
-        forKey key: String,
-        options: HalcyonParsedOptionsInfo,
-        extendingExpiration: ExpirationExtending
-    ) async throws(HalcyonError) -> Image? {
-        let result = await onQueue(readQueue) { self.loadFromDisk(computedKey: key, options: options, extending: extendingExpiration) }
-        return try result.get()
-    }
-
-    private func loadFromDisk(computedKey: String, options: HalcyonParsedOptionsInfo, extending: ExpirationExtending) -> Result<Image?, HalcyonError> {
-        diskReadWillStart.withLock { $0 }?(computedKey)
-        let data: Data
-        do throws(HalcyonError) {
-            guard let stored = try diskStorage.value(forKey: computedKey, forcedExtension: options.forcedExtension,
-                                                     extendingExpiration: extending) else { return .success(nil) }
-            data = stored
-        } catch {
-            return .failure(error)
-        }
-        do throws(HalcyonError) {
-            return .success(try options.cacheSerializer.image(with: data, options: options))
-        } catch {
-            if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
-            if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
-            try? diskStorage.remove(forKey: computedKey, forcedExtension: options.forcedExtension)
-            return .success(nil)
-        }
-    }
-
     // MARK: - Disk entries and revalidation
 
     /// The disk entry for `key` with its HTTP metadata and dates, read on the cache's queue.
@@ -409,7 +240,7 @@ public final class ImageCache: Sendable {
         includingExpired: Bool = false
     ) async throws(HalcyonError) -> DiskStorage.Entry? {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
-        let result = await onQueue(readQueue) { () -> Result<DiskStorage.Entry?, HalcyonError> in
+        let result = await readQueue.run { () -> Result<DiskStorage.Entry?, HalcyonError> in
             do throws(HalcyonError) {
                 return .success(try self.diskStorage.entry(forKey: computed, forcedExtension: forcedExtension,
                                                            includingExpired: includingExpired,
@@ -582,7 +413,7 @@ public final class ImageCache: Sendable {
         }
     }
 
-    private static func deliver<T: Sendable>(_ value: T, on queue: DispatchQueue?, _ handler: @escaping @Sendable (T) -> Void) {
+    static func deliver<T: Sendable>(_ value: T, on queue: DispatchQueue?, _ handler: @escaping @Sendable (T) -> Void) {
         if let queue {
             queue.async { handler(value) }
         } else {

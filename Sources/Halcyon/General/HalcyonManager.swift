@@ -3,14 +3,18 @@ import Foundation
 /// Retrieves images: memory cache, then disk cache, then the network or a
 /// provider, then processing, then the caches again.
 ///
-/// The flow (see DESIGN.md): a memory hit is `.memory`; a disk hit of the
-/// processed image is `.disk`; with a processor, a disk hit of the original
-/// is processed, stored and returned as `.disk`; otherwise the source is
-/// loaded (downloads are coalesced by the downloader), processed (coalesced
-/// here per cache key and processor, so callers asking for the same result
-/// share one run) and stored. Failures go through the retry strategy, then
-/// the alternative sources. Permanent network failures block their URL until
-/// `.retryFailed`; any successful download (or 304) of a URL unblocks it. Cached network images with validators are revalidated with
+/// Kingfisher's `KingfisherManager`, over the stages of the retrieve pipeline
+/// (`Sources/Halcyon/Pipeline/README.md`). A memory hit is answered here, on
+/// the caller's task; anything else is one *load image* stage: one disk
+/// lookup (fresh, stale with validators, or miss), the original on disk
+/// processed, or the source fetched (*fetch original data*: network or
+/// provider, revalidation, blocklist), decoded and processed once (*fetch
+/// original image*), and stored. Callers whose requests would give the same
+/// result share each stage; a stage stops when its last caller leaves, and
+/// runs at the highest priority of its callers. Failures go through the retry
+/// strategy, then the alternative sources. Permanent network failures block
+/// their URL until `.retryFailed`; any successful download (or 304) of a URL
+/// unblocks it. Cached network images with validators are revalidated with
 /// the server when expired or when `.refreshCached` asks. Thread-safe.
 public final class HalcyonManager: Sendable {
     /// The shared manager, on ``ImageDownloader/default`` and ``ImageCache/default``.
@@ -18,28 +22,40 @@ public final class HalcyonManager: Sendable {
 
     private struct Settings {
         var downloader: ImageDownloader
+        var dataLoader: (any DataLoading)?
         var cache: ImageCache
         var defaultOptions: HalcyonOptionsInfo = []
         var isLowDataMode = false
     }
 
     private let settings: Locked<Settings>
-    private let processingCoalescer = TaskCoalescer<Image>()
-    private let loadCoalescer = TaskCoalescer<LoadedImage>()
-    private let processingQueue = DispatchQueue(label: "halcyon.manager.processing", qos: .userInitiated, attributes: .concurrent)
+    let pipeline: ImagePipeline
 
     /// URLs that failed for good; see ``FailedURLBlocklist``.
-    public let failedURLs = FailedURLBlocklist()
+    public var failedURLs: FailedURLBlocklist { pipeline.failedURLs }
 
-    /// How many processing jobs are running or shared with waiting callers (0 when the manager is idle).
-    var processingInFlightCount: Int { processingCoalescer.inFlightCount }
+    /// The bounded queues this manager decodes and processes on.
+    public var queues: PipelineQueues { pipeline.queues }
 
-    /// How many shared network loads (download, process, store) are running (0 when the manager is idle).
-    var loadsInFlightCount: Int { loadCoalescer.inFlightCount }
+    /// How many decode-and-process stages are running or shared with waiting callers (0 when the manager is idle).
+    var processingInFlightCount: Int { pipeline.fetchImageStage.inFlightCount }
 
-    /// Makes a manager on a downloader and a cache.
-    public init(downloader: ImageDownloader, cache: ImageCache) {
+    /// How many load and fetch stages are running (0 when the manager is idle).
+    var loadsInFlightCount: Int { pipeline.loadImageStage.inFlightCount + pipeline.fetchDataStage.inFlightCount }
+
+    /// Makes a manager on a downloader and a cache, doing its CPU work on `queues`.
+    public init(downloader: ImageDownloader, cache: ImageCache, queues: PipelineQueues = .shared) {
         settings = Locked(Settings(downloader: downloader, cache: cache))
+        pipeline = ImagePipeline(queues: queues, failedURLs: FailedURLBlocklist())
+    }
+
+    /// Makes a manager whose network bytes come from `dataLoader` (for example without sockets, in tests).
+    ///
+    /// ``downloader`` is then a fresh default downloader used by nothing
+    /// unless an option or a later assignment to ``dataLoader`` asks for it.
+    public convenience init(dataLoader: any DataLoading, cache: ImageCache, queues: PipelineQueues = .shared) {
+        self.init(downloader: ImageDownloader(name: "unused"), cache: cache, queues: queues)
+        self.dataLoader = dataLoader
     }
 
     // MARK: - Settings
@@ -48,6 +64,12 @@ public final class HalcyonManager: Sendable {
     public var downloader: ImageDownloader {
         get { settings.withLock { $0.downloader } }
         set { settings.withLock { $0.downloader = newValue } }
+    }
+
+    /// Where network bytes come from; nil (the default) uses ``downloader``. A `.downloader` option wins over both.
+    public var dataLoader: (any DataLoading)? {
+        get { settings.withLock { $0.dataLoader } }
+        set { settings.withLock { $0.dataLoader = newValue } }
     }
 
     /// The cache unless an option names another.
@@ -221,282 +243,24 @@ public final class HalcyonManager: Sendable {
         if Task.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
         let key = cacheKey(for: source, options: options)
         let context = AttemptContext(manager: self, source: source, originalSource: originalSource, key: key, options: options)
-
-        if !options.forceRefresh, let cached = try await cachedResult(context) {
-            return cached
+        if !options.forceRefresh, !(context.isNetwork && options.refreshCached),
+           let image = context.targetCache.retrieveImageInMemoryCache(
+               forKey: key, processorIdentifier: context.cacheIdentifier,
+               extendingExpiration: options.memoryCacheAccessExtendingExpiration) {
+            return context.result(try await finishDecoding(image, options: options, source: source), cacheType: .memory)
         }
-        if options.onlyFromCache {
-            throw .cacheError(reason: .imageNotExisting(key: key))
-        }
-        let loaded: LoadedImage
-        if case .network(let resource) = source, let sharingKey = loadSharingKey(context, progressBlock: progressBlock) {
-            loaded = try await sharedLoad(resource.downloadURL, sharingKey: sharingKey, context: context)
-        } else {
-            loaded = try await load(context, progressBlock: progressBlock)
-        }
+        let (cache, loader) = settings.withLock { ($0.cache, $0.dataLoader ?? $0.downloader) }
+        let request = PipelineRequest(source: source, key: key, options: options, cache: cache, loader: loader,
+                                      progressBlock: progressBlock, exclusiveID: pipeline.nextExclusiveID)
+        let loaded = try await pipeline.loadImage(request)
         return context.result(loaded.image, cacheType: loaded.cacheType, data: loaded.data, metrics: loaded.metrics)
     }
 
-    /// An image loaded from its source (or revalidated), processed and stored; not yet modified for its caller.
-    private struct LoadedImage: Sendable {
-        let image: Image
-        let cacheType: CacheType
-        let data: Data?
-        let metrics: NetworkMetrics?
-    }
-
-    /// The key under which callers share a whole network load, or nil when this caller must load alone.
-    ///
-    /// Loads are shared by the processed cache key, the caches, the downloader
-    /// and whether the caller skips the cache (`forceRefresh`, `refreshCached`). A caller with a progress block, a request modifier or
-    /// a redirect handler loads alone: its download still coalesces with others
-    /// of the same request in the downloader, and it sees its own progress.
-    private func loadSharingKey(_ context: AttemptContext, progressBlock: DownloadProgressBlock?) -> String? {
-        let options = context.options
-        guard progressBlock == nil, options.requestModifier == nil, options.redirectHandler == nil else { return nil }
-        let downloader = options.downloader ?? self.downloader
-        let identities = [ObjectIdentifier(context.targetCache), ObjectIdentifier(context.originalCache), ObjectIdentifier(downloader)]
-            .map { String(UInt(bitPattern: $0), radix: 36) }
-        let processed = ImageCache.computedKey(context.key, processorIdentifier: context.cacheIdentifier)
-        let skipsCache = options.forceRefresh || options.refreshCached
-        return identities.joined(separator: ":") + (skipsCache ? ":refresh:" : ":") + processed
-    }
-
-    /// Downloads, processes and stores once for every caller with the same sharing key.
-    ///
-    /// The memory cache is read again when the shared load starts: a load that
-    /// ended a moment ago has stored its image there (before it was removed
-    /// from the coalescer), so no caller downloads an image that just arrived.
-    private func sharedLoad(_ url: URL, sharingKey: String, context: AttemptContext) async throws(HalcyonError) -> LoadedImage {
-        do {
-            return try await loadCoalescer.value(forKey: sharingKey) {
-                let options = context.options
-                if !options.forceRefresh, !options.refreshCached, let image = context.targetCache.retrieveImageInMemoryCache(
-                    forKey: context.key, processorIdentifier: context.cacheIdentifier,
-                    extendingExpiration: options.memoryCacheAccessExtendingExpiration) {
-                    return LoadedImage(image: image, cacheType: .memory, data: nil, metrics: nil)
-                }
-                return try await self.load(context, progressBlock: nil)
-            }
-        } catch let error as HalcyonError {
-            throw error
-        } catch {
-            throw .requestError(reason: .taskCancelled(url: url))
-        }
-    }
-
-    /// Loads the source's bytes (or revalidates the cached entry), processes them and stores the result.
-    private func load(_ context: AttemptContext, progressBlock: DownloadProgressBlock?) async throws(HalcyonError) -> LoadedImage {
-        let source = context.source
-        let loaded: LoadedData
-        switch source {
-        case .network(let resource):
-            switch try await download(resource.downloadURL, context: context, progressBlock: progressBlock) {
-            case .loaded(let data):
-                loaded = data
-            case .notModified(let image):
-                return LoadedImage(image: image, cacheType: .disk, data: nil, metrics: nil)
-            }
-        case .provider(let provider):
-            loaded = LoadedData(data: try await providedData(provider), response: nil, metrics: nil)
-        }
-        let image: Image
-        do {
-            image = try await process(.data(loaded.data), context: context)
-        } catch {
-            if case .network(let resource) = source, FailedURLBlocklist.isPermanent(error) {
-                failedURLs.insert(resource.downloadURL)
-            }
-            throw error
-        }
-        try await store(image, original: loaded.data, response: loaded.response, context: context)
-        return LoadedImage(image: image, cacheType: .none, data: loaded.data, metrics: loaded.metrics)
-    }
-
-    /// A hit in the memory or disk cache, processing an original from disk when needed.
-    private func cachedResult(_ context: AttemptContext) async throws(HalcyonError) -> RetrieveImageResult? {
-        let options = context.options
-        if options.refreshCached && context.isNetwork { return nil }
-        if options.fromMemoryCacheOrRefresh {
-            guard let image = context.targetCache.retrieveImageInMemoryCache(
-                forKey: context.key, processorIdentifier: context.cacheIdentifier,
-                extendingExpiration: options.memoryCacheAccessExtendingExpiration) else { return nil }
-            return context.result(image, cacheType: .memory)
-        }
-        let cached = try await context.targetCache.retrieveImage(
-            forKey: context.key, options: options,
-            memoryExpiration: options.memoryCacheExpiration,
-            memoryExpirationExtending: options.memoryCacheAccessExtendingExpiration,
-            diskExpirationExtending: options.diskCacheAccessExtendingExpiration)
-        if let image = cached.image {
-            let decoded = try await finishDecoding(image, options: options)
-            try context.checkNotCancelled()
-            return context.result(decoded, cacheType: cached.cacheType)
-        }
-        guard !options.processor.identifier.isEmpty else { return nil }
-        guard let original = try await context.originalCache.retrieveOriginalImageInDiskCache(
-            forKey: context.key, options: options,
-            extendingExpiration: options.diskCacheAccessExtendingExpiration) else { return nil }
-        let image = try await process(.image(original), context: context)
-        try await store(image, original: nil, response: nil, context: context)
-        return context.result(image, cacheType: .disk)
-    }
-
-    // MARK: - Loading
-
-    private struct LoadedData {
-        let data: Data
-        let response: ImageDownloadResponse?
-        let metrics: NetworkMetrics?
-    }
-
-    private enum DownloadOutcome {
-        case loaded(LoadedData)
-        case notModified(Image)
-    }
-
-    /// Downloads `url`, revalidating a cached entry with validators when it is stale or `.refreshCached` asks.
-    private func download(_ url: URL, context: AttemptContext, progressBlock: DownloadProgressBlock?) async throws(HalcyonError) -> DownloadOutcome {
-        let options = context.options
-        if !options.retryFailed && failedURLs.contains(url) {
-            throw .requestError(reason: .blockedURL(url: url))
-        }
-        let stale = options.forceRefresh ? nil : try? await staleEntryWithValidators(context)
-        var modifier = options.requestModifier
-        if let stale {
-            modifier = ConditionalRequestModifier(base: options.requestModifier, metadata: stale.metadata)
-        }
-        let downloadOptions = DownloadOptions(
-            requestModifier: modifier,
-            redirectHandler: options.redirectHandler,
-            downloadPriority: options.downloadPriority,
-            processingOptions: options,
-            callbackQueue: .untouch,
-            progressBlock: progressBlock)
-        let downloader = options.downloader ?? self.downloader
-        do throws(HalcyonError) {
-            let loaded = try await downloader.downloadData(with: url, options: downloadOptions)
-            failedURLs.remove(url)
-            return .loaded(LoadedData(data: loaded.data, response: loaded.response, metrics: loaded.metrics))
-        } catch {
-            if let stale, case .responseError(reason: .notModified) = error {
-                failedURLs.remove(url)
-                return .notModified(try await revalidated(stale, context: context))
-            }
-            if FailedURLBlocklist.isPermanent(error) { failedURLs.insert(url) }
-            throw error
-        }
-    }
-
-    /// The cached entry for this attempt when it carries validators and needs revalidation.
-    private func staleEntryWithValidators(_ context: AttemptContext) async throws(HalcyonError) -> DiskStorage.Entry? {
-        guard let entry = try await context.targetCache.diskEntry(
-            forKey: context.key, processorIdentifier: context.cacheIdentifier, includingExpired: true) else { return nil }
-        guard entry.metadata.etag != nil || entry.metadata.lastModified != nil else { return nil }
-        return context.options.refreshCached || entry.isExpired() ? entry : nil
-    }
-
-    /// A 304 answer: keep the entry, give it a new expiration, and use it.
-    private func revalidated(_ entry: DiskStorage.Entry, context: AttemptContext) async throws(HalcyonError) -> Image {
-        let options = context.options
-        let processorID = context.cacheIdentifier
-        try await context.targetCache.extendDiskExpiration(forKey: context.key, processorIdentifier: processorID, to: options.diskCacheExpiration)
-        let image = try await onProcessingQueue(options) { () throws(HalcyonError) -> Image in
-            try options.cacheSerializer.image(with: entry.data, options: options)
-        }
-        context.targetCache.memoryStorage.store(
-            value: image, forKey: ImageCache.computedKey(context.key, processorIdentifier: processorID),
-            expiration: options.memoryCacheExpiration)
-        return image
-    }
-
-    private func providedData(_ provider: any ImageDataProvider) async throws(HalcyonError) -> Data {
-        do {
-            return try await provider.data()
-        } catch let error as HalcyonError {
-            throw error
-        } catch is CancellationError {
-            throw .requestError(reason: .taskCancelled(url: provider.contentURL))
-        } catch {
-            throw .imageSettingError(reason: .dataProviderError(message: "\(provider.cacheKey): \(error)"))
-        }
-    }
-
-    // MARK: - Processing
-
-    /// Processes `item` once per cache key and processor, however many callers ask at once.
-    private func process(_ item: ImageProcessItem, context: AttemptContext) async throws(HalcyonError) -> Image {
-        let options = context.options
-        let processor = options.processor
-        let key = ImageCache.computedKey(context.key, processorIdentifier: context.cacheIdentifier)
-        do {
-            return try await processingCoalescer.value(forKey: key) {
-                try await self.onProcessingQueue(options) { () throws(HalcyonError) -> Image in
-                    let image = try processor.process(item: item, options: options)
-                    return options.backgroundDecode ? try image.decodedInMemory() : image
-                }
-            }
-        } catch let error as HalcyonError {
-            throw error
-        } catch {
-            throw .requestError(reason: .taskCancelled(url: context.source.url))
-        }
-    }
-
-    /// Decodes lazily kept animation frames when `.backgroundDecode` asks for it.
-    private func finishDecoding(_ image: Image, options: HalcyonParsedOptionsInfo) async throws(HalcyonError) -> Image {
+    /// A memory hit's lazily kept animation frames decoded when `.backgroundDecode` asks for it.
+    private func finishDecoding(_ image: Image, options: HalcyonParsedOptionsInfo, source: Source) async throws(HalcyonError) -> Image {
         guard options.backgroundDecode, image.isLazilyDecoded else { return image }
-        return try await onProcessingQueue(options) { () throws(HalcyonError) -> Image in try image.decodedInMemory() }
-    }
-
-    /// Runs `body` on the options' processing queue, or on the manager's own.
-    ///
-    /// Cancelling the calling task stops the libvips work in `body` (see
-    /// ``RenderCancellation``); this returns only once `body` has returned.
-    private func onProcessingQueue<T: Sendable>(
-        _ options: HalcyonParsedOptionsInfo,
-        _ body: @escaping @Sendable () throws(HalcyonError) -> T
-    ) async throws(HalcyonError) -> T {
-        try await RenderCancellation.perform(on: options.processingQueue ?? .dispatch(processingQueue), body)
-    }
-
-    // MARK: - Storing
-
-    /// Stores a result in the caches; a cancelled task stores nothing and throws `taskCancelled`.
-    private func store(_ image: Image, original: Data?, response: ImageDownloadResponse?, context: AttemptContext) async throws(HalcyonError) {
-        try context.checkNotCancelled()
-        let options = context.options
-        let processorID = context.cacheIdentifier
-        let metadata = CacheEntryMetadata(
-            originalKey: context.key,
-            contentType: response?.value(forHTTPHeaderField: "content-type"),
-            etag: response?.value(forHTTPHeaderField: "etag"),
-            lastModified: response?.value(forHTTPHeaderField: "last-modified"),
-            cacheControl: response?.value(forHTTPHeaderField: "cache-control"))
-        let target = context.targetCache
-        let toDisk = !options.cacheMemoryOnly
-        let storeOriginal = options.cacheOriginalImage && !options.processor.identifier.isEmpty && toDisk && original != nil
-        if options.waitForCache {
-            try await target.store(image, original: original, forKey: context.key, processorIdentifier: processorID,
-                                   cacheSerializer: options.cacheSerializer, toDisk: toDisk,
-                                   memoryExpiration: options.memoryCacheExpiration, diskExpiration: options.diskCacheExpiration,
-                                   metadata: metadata, forcedExtension: options.forcedExtension,
-                                   syncsWrites: options.diskStoreWriteOptions.contains(.syncsWrites))
-            if storeOriginal, let original {
-                try await context.originalCache.storeToDisk(original, forKey: context.key, expiration: options.diskCacheExpiration,
-                                                            metadata: metadata, forcedExtension: options.forcedExtension)
-            }
-            return
-        }
-        target.store(image, original: original, forKey: context.key, processorIdentifier: processorID,
-                     cacheSerializer: options.cacheSerializer, toDisk: toDisk,
-                     memoryExpiration: options.memoryCacheExpiration, diskExpiration: options.diskCacheExpiration,
-                     metadata: metadata, forcedExtension: options.forcedExtension,
-                     syncsWrites: options.diskStoreWriteOptions.contains(.syncsWrites), callbackQueue: nil, completionHandler: nil)
-        if storeOriginal, let original {
-            context.originalCache.storeToDisk(original, forKey: context.key, expiration: options.diskCacheExpiration,
-                                              metadata: metadata, forcedExtension: options.forcedExtension,
-                                              callbackQueue: nil, completionHandler: nil)
+        return try await pipeline.runCPU(on: pipeline.queues.decode, processingQueue: options.processingQueue, url: source.url) {
+            () throws(HalcyonError) -> Image in try image.decodedInMemory()
         }
     }
 

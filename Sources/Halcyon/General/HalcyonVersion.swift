@@ -1,5 +1,3 @@
-import CHalcyonVips
-
 /// Version strings of Halcyon and of the libvips it runs on.
 public enum HalcyonVersion {
     /// Halcyon's version.
@@ -7,6 +5,6 @@ public enum HalcyonVersion {
 
     /// The libvips version this process runs, e.g. `8.14.1`.
     public static var libvips: String {
-        (try? VipsRuntime.ensureStarted()) == nil ? "unavailable" : String(cString: hc_version_string())
+        VipsRuntime.version ?? "unavailable"
     }
 }

@@ -1,15 +1,19 @@
 /// A target format for encoding an ``Image``, with its settings.
+///
+/// Default qualities come from ``OutputEncodingPolicy/default``
+/// (JPEG 85, WebP 80, AVIF 60); to choose a format for an output, use
+/// ``OutputEncodingPolicy/encoding(for:quality:hasAlpha:isAnimated:)``.
 public enum ImageEncodingFormat: Sendable, Hashable, CustomStringConvertible {
-    /// JPEG; `quality` 1...100. Alpha is flattened onto white.
-    case jpeg(quality: Int = 90, progressive: Bool = false)
+    /// JPEG; `quality` 1...100 (default the policy's, 85). Alpha is flattened onto white.
+    case jpeg(quality: Int = OutputEncodingPolicy.default.jpegQuality, progressive: Bool = false)
     /// PNG, lossless; `interlaced` writes Adam7.
     case png(interlaced: Bool = false)
     /// GIF; animations keep every frame, their delays and loop count.
     case gif
-    /// WebP; `quality` 1...100, or `lossless`. Animations keep every frame.
-    case webp(quality: Int = 80, lossless: Bool = false)
-    /// AVIF (AV1 in HEIF), where this libvips has an AV1 encoder.
-    case avif(quality: Int = 60, lossless: Bool = false)
+    /// WebP; `quality` 1...100 (default the policy's, 80), or `lossless`. Animations keep every frame.
+    case webp(quality: Int = OutputEncodingPolicy.default.webpQuality, lossless: Bool = false)
+    /// AVIF (AV1 in HEIF), where this libvips has an AV1 encoder; `quality` default the policy's, 60.
+    case avif(quality: Int = OutputEncodingPolicy.default.avifQuality, lossless: Bool = false)
     /// TIFF, lossless.
     case tiff
 
@@ -27,18 +31,13 @@ public enum ImageEncodingFormat: Sendable, Hashable, CustomStringConvertible {
 
     /// The encoding with default settings for a file format, if Halcyon can write it.
     ///
-    /// `quality` (0...1, Kingfisher's compression quality) applies to the lossy formats.
+    /// `quality` (0...1, Kingfisher's compression quality) applies to the lossy
+    /// formats; without it they use ``OutputEncodingPolicy/default``'s qualities.
+    /// Nil for HEIC, BMP and unknown (no fallback here, unlike the policy).
     public init?(_ format: ImageFormat, compressionQuality quality: Double? = nil) {
+        guard OutputEncodingPolicy.canEncode(format) else { return nil }
         let scaled = quality.map { Int(($0 * 100).rounded()) }
-        switch format {
-        case .jpeg: self = .jpeg(quality: scaled ?? 90)
-        case .png: self = .png()
-        case .gif: self = .gif
-        case .webp: self = .webp(quality: scaled ?? 80)
-        case .avif: self = .avif(quality: scaled ?? 60)
-        case .tiff: self = .tiff
-        case .heic, .bmp, .unknown: return nil
-        }
+        self = OutputEncodingPolicy.default.encoding(for: format, quality: scaled, hasAlpha: true)
     }
 
     /// Whether this libvips build can write the format.

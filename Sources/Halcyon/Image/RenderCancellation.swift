@@ -57,26 +57,63 @@ public final class RenderCancellation: @unchecked Sendable {
 
     /// Runs `body` on `queue` under a new cancellation that the calling task's cancellation triggers.
     ///
-    /// Returns only when `body` has returned, so once this returns the CPU
-    /// work has stopped. Throws `requestError(.taskCancelled)` when the task
-    /// was cancelled before or during the work.
+    /// Returns only when `body` has returned (or, cancelled before the queue
+    /// started it, at once: `body` then never runs), so once this returns no
+    /// CPU work of it is running. Throws `requestError(.taskCancelled)` when
+    /// the task was cancelled before or during the work.
     public static func perform<T: Sendable>(
         on queue: CallbackQueue,
         _ body: @escaping @Sendable () throws(HalcyonError) -> T
     ) async throws(HalcyonError) -> T {
+        try await perform(submit: { queue.execute($0) }, body)
+    }
+
+    /// Runs `body` in a slot of the bounded `queue`; otherwise as ``perform(on:_:)-(CallbackQueue,_)``.
+    ///
+    /// A task cancelled while its job still waits for a slot makes the job
+    /// return at once when it gets one, without running `body`.
+    public static func perform<T: Sendable>(
+        on queue: WorkQueue,
+        _ body: @escaping @Sendable () throws(HalcyonError) -> T
+    ) async throws(HalcyonError) -> T {
+        try await perform(submit: { queue.execute($0) }, body)
+    }
+
+    /// Submits `body`; a cancel before the job starts delivers at once and the job, when it gets its turn, does nothing.
+    private static func perform<T: Sendable>(
+        submit: (@escaping @Sendable () -> Void) -> Void,
+        _ body: @escaping @Sendable () throws(HalcyonError) -> T
+    ) async throws(HalcyonError) -> T {
         let cancellation = RenderCancellation()
+        let job = Locked(PendingJob<T>())
         let result = await withTaskCancellationHandler {
             await awaitDelivery { (deliver: @escaping @Sendable (Result<T, HalcyonError>) -> Void) in
-                queue.execute {
-                    do throws(HalcyonError) {
-                        deliver(.success(try cancellation.run(body)))
-                    } catch {
-                        deliver(.failure(error))
+                job.withLock { $0.deliver = deliver }
+                submit {
+                    let starts = job.withLock { job -> Bool in
+                        guard !job.delivered else { return false }
+                        job.started = true
+                        return true
                     }
+                    guard starts else { return }
+                    let outcome: Result<T, HalcyonError>
+                    do throws(HalcyonError) {
+                        outcome = .success(try cancellation.run(body))
+                    } catch {
+                        outcome = .failure(error)
+                    }
+                    job.withLock { $0.delivered = true }
+                    deliver(outcome)
                 }
             }
         } onCancel: {
             cancellation.cancel()
+            let deliver = job.withLock { job -> (@Sendable (Result<T, HalcyonError>) -> Void)? in
+                guard !job.started, !job.delivered, let deliver = job.deliver else { return nil }
+                job.delivered = true
+                return deliver
+            }
+            deliver?(.failure(.requestError(reason: .taskCancelled(url: nil))))
         }
         if cancellation.isCancelled { throw .requestError(reason: .taskCancelled(url: nil)) }
         return try result.get()
@@ -87,4 +124,11 @@ public final class RenderCancellation: @unchecked Sendable {
 
     /// How many tiles guarded renders have computed in this process; grows while guarded work runs (a test hook).
     public static var guardedTileCount: UInt { UInt(hc_cancel_guarded_tiles()) }
+}
+
+/// A submitted job: whether it started, and whether its caller was answered.
+private struct PendingJob<T: Sendable> {
+    var deliver: (@Sendable (Result<T, HalcyonError>) -> Void)?
+    var started = false
+    var delivered = false
 }

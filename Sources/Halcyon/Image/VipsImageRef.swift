@@ -125,8 +125,9 @@ final class VipsImageRef: @unchecked Sendable {
         try apply("bandjoin", with: [other]) { hc_bandjoin2($0, other.pointer, $1) }
     }
 
-    func composited(over base: VipsImageRef, mode: Int32, x: Int = 0, y: Int = 0) throws(HalcyonError) -> VipsImageRef {
-        try apply("composite2", with: [base]) { hc_composite2(base.pointer, $0, mode, Int32(x), Int32(y), $1) }
+    func composited(over base: VipsImageRef, mode: BlendMode = .normal, x: Int = 0, y: Int = 0) throws(HalcyonError) -> VipsImageRef {
+        let vipsMode = mode.vipsMode
+        return try apply("composite2", with: [base]) { hc_composite2(base.pointer, $0, vipsMode, Int32(x), Int32(y), $1) }
     }
 
     /// A constant image of this image's size with the given band values.

@@ -22,6 +22,11 @@ enum VipsRuntime {
         return message.isEmpty ? "libvips reported no reason" : message
     }
 
+    /// The running libvips' version (e.g. `8.14.1`), or nil when it cannot start.
+    static var version: String? {
+        (try? ensureStarted()) == nil ? nil : String(cString: hc_version_string())
+    }
+
     /// Whether this libvips build can run the named operation (e.g. `heifsave_buffer`).
     static func hasOperation(_ name: String) -> Bool {
         (try? ensureStarted()) != nil && hc_has_operation(name) == 1

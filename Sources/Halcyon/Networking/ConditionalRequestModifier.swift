@@ -1,10 +1,10 @@
 import Foundation
 
-/// Adds `If-None-Match` / `If-Modified-Since` from a cached entry's validators
+/// Adds `If-None-Match` / `If-Modified-Since` from a cached response's validators
 /// after the caller's own request modifier.
 struct ConditionalRequestModifier: AsyncImageDownloadRequestModifier {
     let base: (any AsyncImageDownloadRequestModifier)?
-    let metadata: CacheEntryMetadata
+    let validators: CacheValidators
 
     func modified(for request: ImageDownloadRequest) async -> ImageDownloadRequest? {
         var request = request
@@ -12,10 +12,10 @@ struct ConditionalRequestModifier: AsyncImageDownloadRequestModifier {
             guard let changed = await base.modified(for: request) else { return nil }
             request = changed
         }
-        if let etag = metadata.etag {
+        if let etag = validators.etag {
             request.setValue(etag, forHTTPHeaderField: "If-None-Match")
         }
-        if let lastModified = metadata.lastModified {
+        if let lastModified = validators.lastModified {
             request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
         }
         return request

@@ -14,7 +14,8 @@ public struct DownloadOptions: Sendable {
     public var redirectHandler: (any ImageDownloadRedirectHandler)?
     /// Priority in the waiting queue, 0 (lowest) to 1 (highest). Default 0.5.
     ///
-    /// A coalesced download waits with the highest priority any of its callers asked for.
+    /// A coalesced download waits with the highest priority of its current callers: it rises when
+    /// one joins and falls when one leaves; ``DownloadTask/setPriority(_:)`` changes a caller's.
     public var downloadPriority: Float
     /// Decoding and processing options; `processingOptions.processor` runs on the bytes.
     public var processingOptions: HalcyonParsedOptionsInfo

@@ -14,6 +14,8 @@ public final class DownloadTask: Sendable {
         var cancelled = false
         var sessionTask: SessionDataTask?
         var token: CancelToken?
+        var priority: Float?
+        var live: LoadPriority?
     }
 
     init(url: URL) {
@@ -40,13 +42,39 @@ public final class DownloadTask: Sendable {
         token?.cancel()
     }
 
+    /// Changes this call's priority (0...1) in the downloader's waiting queue.
+    ///
+    /// The shared request waits with the highest priority of its callers, so
+    /// lowering the only high one lets other waiting requests start first.
+    /// Applied when the call registers if it has not yet.
+    public func setPriority(_ priority: Float) {
+        let linked = state.withLock { state -> (SessionDataTask, CancelToken)? in
+            state.priority = priority
+            guard let task = state.sessionTask, let token = state.token else { return nil }
+            return (task, token)
+        }
+        if let (task, token) = linked { task.setPriority(priority, token: token) }
+    }
+
+    /// Makes this call's priority follow `live` (the pipeline's stage priority); call before the call registers.
+    func follow(_ live: LoadPriority) {
+        state.withLock { $0.live = live }
+    }
+
+    /// Tells the shared request that the followed priority changed.
+    func priorityDidChange() {
+        state.withLock { $0.sessionTask }?.priorityDidChange()
+    }
+
     /// Records where this call was registered; cancels at once if ``cancel()`` came first.
     func link(_ task: SessionDataTask, token: CancelToken) {
-        let cancelNow = state.withLock { state -> Bool in
+        let (cancelNow, priority, live) = state.withLock { state -> (Bool, Float?, LoadPriority?) in
             state.sessionTask = task
             state.token = token
-            return state.cancelled
+            return (state.cancelled, state.priority, state.live)
         }
-        if cancelNow { token.cancel() }
+        if cancelNow { return token.cancel() }
+        if let priority { task.setPriority(priority, token: token) }
+        if let live { task.follow(live, token: token) }
     }
 }

@@ -150,6 +150,32 @@ struct HTTPTransport: Sendable {
         measure: (Int, Int) -> NetworkMetrics
     ) async throws -> FetchOutcome {
         let url = task.url
+        try validateHead(head, url: url)
+        let prefix = try resumedPrefix(head: head, resume: resume, url: url)
+        let resumedBytes = prefix.count
+
+        let limit = settings.maxResponseBytes
+        if let declared = head.expectedContentLength.map({ $0 + resumedBytes }), declared > limit {
+            throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: declared))
+        }
+        // With a Content-Encoding the length counts encoded bytes, not the decoded body.
+        let encoding = head.headers["content-encoding"]?.lowercased() ?? "identity"
+        let expectedTotal = encoding == "identity" ? head.expectedContentLength.map { $0 + resumedBytes } : nil
+
+        let body = try await readBody(
+            response.body, prefix: prefix, head: head, task: task, activity: activity,
+            limit: limit, expectedTotal: expectedTotal)
+
+        if let expectedTotal, body.count < expectedTotal {
+            throw HalcyonError.responseError(reason: .truncatedBody(url: url, expected: expectedTotal, received: body.count))
+        }
+        guard body.count > 0 else { throw HalcyonError.responseError(reason: .emptyBody(url: url)) }
+        let data = body.joined()
+        return FetchOutcome(data: data, response: head, metrics: measure(data.count - resumedBytes, resumedBytes))
+    }
+
+    /// Checks the status code (delegate or 2xx/3xx), refuses 304 and asks the delegate about the head.
+    private func validateHead(_ head: ImageDownloadResponse, url: URL) throws {
         let delegate = downloader.delegate
         let valid = delegate?.isValidStatusCode(head.statusCode, for: downloader) ?? (200..<400).contains(head.statusCode)
         guard valid else {
@@ -161,7 +187,10 @@ struct HTTPTransport: Sendable {
         if let delegate, delegate.imageDownloader(downloader, didReceive: head) == .cancel {
             throw HalcyonError.responseError(reason: .rejected(url: url, message: "cancelled by the delegate on the response head"))
         }
+    }
 
+    /// The earlier partial body a 206 answer continues, after checking its Content-Range; empty otherwise.
+    private func resumedPrefix(head: ImageDownloadResponse, resume: ResumableDataStore.Entry?, url: URL) throws -> Data {
         var prefix = Data()
         if let resume, head.statusCode == 206 {
             let contentRange = head.headers["content-range"]
@@ -170,22 +199,27 @@ struct HTTPTransport: Sendable {
             }
             prefix = resume.data
         }
-        let resumedBytes = prefix.count
+        return prefix
+    }
 
-        let limit = settings.maxResponseBytes
-        if let declared = head.expectedContentLength.map({ $0 + resumedBytes }), declared > limit {
-            throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: declared))
-        }
-        // With a Content-Encoding the length counts encoded bytes, not the decoded body.
-        let encoding = head.headers["content-encoding"]?.lowercased() ?? "identity"
-        let expectedTotal = encoding == "identity" ? head.expectedContentLength.map { $0 + resumedBytes } : nil
-
+    /// Reads the body chunks after `prefix`, enforcing the limit and reporting progress;
+    /// on a transport failure keeps the partial body for a resume.
+    private func readBody(
+        _ stream: HTTPClientResponse.Body,
+        prefix: Data,
+        head: ImageDownloadResponse,
+        task: SessionDataTask,
+        activity: IdleMonitor.Watch,
+        limit: Int,
+        expectedTotal: Int?
+    ) async throws -> BodyAccumulator {
+        let url = task.url
         // Chunks are kept as received and joined once at the end: a body that
         // arrived in one read becomes Data without a copy.
         var body = BodyAccumulator(prefix: prefix)
         let validator = ResumableDataStore.validator(for: head)
         do {
-            for try await buffer in response.body {
+            for try await buffer in stream {
                 activity.touch()
                 body.append(buffer)
                 if body.count > limit {
@@ -203,13 +237,7 @@ struct HTTPTransport: Sendable {
             }
             throw error
         }
-
-        if let expectedTotal, body.count < expectedTotal {
-            throw HalcyonError.responseError(reason: .truncatedBody(url: url, expected: expectedTotal, received: body.count))
-        }
-        guard body.count > 0 else { throw HalcyonError.responseError(reason: .emptyBody(url: url)) }
-        let data = body.joined()
-        return FetchOutcome(data: data, response: head, metrics: measure(data.count - resumedBytes, resumedBytes))
+        return body
     }
 
     /// Reads and drops the body of a redirect answer so its connection can be reused.

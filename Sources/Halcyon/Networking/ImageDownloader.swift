@@ -8,7 +8,7 @@ import NIOCore
 /// the request modifier) share one HTTP request; each caller gets its own
 /// ``CancelToken`` and the request stops when the last caller leaves. Bytes
 /// are decoded once per distinct processor (and decoding options) and the
-/// result fans out, on a concurrent dispatch queue of the downloader rather
+/// result fans out, on the bounded decode queue of ``PipelineQueues/shared`` rather
 /// than the Swift concurrency pool. At most ``maxConcurrentDownloads`` requests run at once;
 /// the others wait, highest priority first, then in ``executionOrder``.
 ///
@@ -38,7 +38,8 @@ public final class ImageDownloader: Sendable {
     /// Whether a partial body of `url` is kept for resuming (tests wait on it: it is stored after the caller was told).
     func hasResumableData(for url: URL) -> Bool { resumable.contains(url) }
     private let idleMonitor = IdleMonitor()
-    private let processingQueue = DispatchQueue(label: "halcyon.downloader.processing", qos: .userInitiated, attributes: .concurrent)
+    /// Decoding for ``downloadImage(with:options:)`` callers: the shared pipeline's bounded decode queue.
+    private let processingQueue = PipelineQueues.shared.decode
 
     private struct State {
         var downloadTimeout: TimeInterval = 15
@@ -214,10 +215,12 @@ public final class ImageDownloader: Sendable {
         return ImageDataLoadingResult(try await download(url: url, options: options, decode: false))
     }
 
-    private func download(url: URL, options: DownloadOptions, decode: Bool) async throws(HalcyonError) -> DownloadPayload {
+    func download(
+        url: URL, options: DownloadOptions, decode: Bool, task: DownloadTask? = nil
+    ) async throws(HalcyonError) -> DownloadPayload {
         var options = options
         options.callbackQueue = .untouch
-        let task = DownloadTask(url: url)
+        let task = task ?? DownloadTask(url: url)
         let result = await withTaskCancellationHandler {
             await awaitDelivery { (deliver: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void) in
                 _ = self.start(url: url, options: options, decode: decode, downloadTask: task, completion: deliver)
@@ -287,13 +290,14 @@ public final class ImageDownloader: Sendable {
             guard !state.isShutDown else { return nil }
             if let existing = state.tasks[request.coalescingKey], let token = existing.add(callback) {
                 if let index = state.waiting.firstIndex(where: { $0.task === existing }) {
-                    state.waiting[index].priority = max(state.waiting[index].priority, callback.options.downloadPriority)
+                    state.waiting[index].priority = existing.priority
                 }
                 return (existing, token, [])
             }
-            let task = SessionDataTask(request: request, redirectHandler: callback.options.redirectHandler) { [weak self] task in
-                self?.abandon(task)
-            }
+            let task = SessionDataTask(
+                request: request, redirectHandler: callback.options.redirectHandler,
+                onAbandoned: { [weak self] task in self?.abandon(task) },
+                onPriorityChanged: { [weak self] task in self?.reprioritize(task) })
             guard let token = task.add(callback) else { return nil }
             state.tasks[request.coalescingKey] = task
             state.waiting.append(Waiting(task: task, priority: callback.options.downloadPriority))
@@ -311,6 +315,14 @@ public final class ImageDownloader: Sendable {
         state.withLock { state in
             if state.tasks[task.request.coalescingKey] === task { state.tasks[task.request.coalescingKey] = nil }
             state.waiting.removeAll { $0.task === task }
+        }
+    }
+
+    /// Moves a waiting task to the highest priority of the callers it still has.
+    private func reprioritize(_ task: SessionDataTask) {
+        state.withLock { state in
+            guard let index = state.waiting.firstIndex(where: { $0.task === task }) else { return }
+            state.waiting[index].priority = task.priority
         }
     }
 
@@ -386,7 +398,7 @@ public final class ImageDownloader: Sendable {
             return deliver(result, to: callbacks, url: task.url, delegate: delegate)
         }
         // Decoding blocks a thread; keep it off the cooperative pool so network tasks keep flowing.
-        processingQueue.async {
+        processingQueue.execute {
             self.deliver(result, to: callbacks, url: task.url, delegate: delegate)
         }
     }

@@ -23,6 +23,7 @@ public final class SessionDataTask: Sendable {
     let redirectHandler: (any ImageDownloadRedirectHandler)?
     let enqueuedAt = ContinuousClock.now
     private let onAbandoned: @Sendable (SessionDataTask) -> Void
+    private let onPriorityChanged: @Sendable (SessionDataTask) -> Void
     private let state = Locked(State())
 
     struct Callback: Sendable {
@@ -37,7 +38,7 @@ public final class SessionDataTask: Sendable {
     }
 
     private struct State {
-        var callbacks: [(id: Int, callback: Callback)] = []
+        var callbacks: [(id: Int, callback: Callback, priority: Float, live: LoadPriority?)] = []
         var nextID = 0
         var sealed = false
         var cancelRequested = false
@@ -47,12 +48,14 @@ public final class SessionDataTask: Sendable {
     init(
         request: ImageDownloadRequest,
         redirectHandler: (any ImageDownloadRedirectHandler)?,
-        onAbandoned: @escaping @Sendable (SessionDataTask) -> Void
+        onAbandoned: @escaping @Sendable (SessionDataTask) -> Void,
+        onPriorityChanged: @escaping @Sendable (SessionDataTask) -> Void = { _ in }
     ) {
         self.url = request.url
         self.request = request
         self.redirectHandler = redirectHandler
         self.onAbandoned = onAbandoned
+        self.onPriorityChanged = onPriorityChanged
     }
 
     // MARK: - Public state
@@ -63,11 +66,43 @@ public final class SessionDataTask: Sendable {
     /// Whether the request has ended or was abandoned; no caller can join any more.
     public var isSealed: Bool { state.withLock { $0.sealed } }
 
-    /// The highest priority among the waiting callers (0.5 when none).
+    /// The highest priority among the waiting callers (0.5 when none); it falls when the highest leaves.
     public var priority: Float {
         state.withLock { state in
-            state.callbacks.map(\.callback.options.downloadPriority).max() ?? 0.5
+            var highest: Float?
+            for entry in state.callbacks {
+                let value = entry.live?.value ?? entry.priority
+                highest = max(highest ?? value, value)
+            }
+            return highest ?? 0.5
         }
+    }
+
+    /// Makes the caller holding `token` follow `live`: its priority is read from it whenever the queue is ordered.
+    func follow(_ live: LoadPriority, token: CancelToken) {
+        let changed = state.withLock { state -> Bool in
+            guard let index = state.callbacks.firstIndex(where: { $0.id == token.id }) else { return false }
+            state.callbacks[index].live = live
+            return !state.sealed
+        }
+        if changed { onPriorityChanged(self) }
+    }
+
+    /// Asks the downloader to reorder its queue after a followed priority changed.
+    func priorityDidChange() {
+        if !isSealed { onPriorityChanged(self) }
+    }
+
+    /// Changes the priority of the caller holding `token` (it stops following a live one); the downloader reorders its queue.
+    public func setPriority(_ priority: Float, token: CancelToken) {
+        let changed = state.withLock { state -> Bool in
+            guard let index = state.callbacks.firstIndex(where: { $0.id == token.id }),
+                  state.callbacks[index].priority != priority || state.callbacks[index].live != nil else { return false }
+            state.callbacks[index].priority = priority
+            state.callbacks[index].live = nil
+            return !state.sealed
+        }
+        if changed { onPriorityChanged(self) }
     }
 
     // MARK: - Callbacks
@@ -78,7 +113,7 @@ public final class SessionDataTask: Sendable {
             guard !state.sealed else { return nil }
             let id = state.nextID
             state.nextID += 1
-            state.callbacks.append((id, callback))
+            state.callbacks.append((id, callback, callback.options.downloadPriority, nil))
             return CancelToken(id: id, task: self)
         }
     }
@@ -98,6 +133,8 @@ public final class SessionDataTask: Sendable {
         if abandoned {
             handle?.cancel()
             onAbandoned(self)
+        } else {
+            onPriorityChanged(self)
         }
         removed.deliver(.failure(.requestError(reason: .taskCancelled(url: url))))
     }

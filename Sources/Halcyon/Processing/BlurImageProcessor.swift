@@ -1,4 +1,3 @@
-import CHalcyonVips
 import Foundation
 
 /// Blurs an image with a Gaussian whose standard deviation is `blurRadius` points.
@@ -23,7 +22,7 @@ public struct BlurImageProcessor: ImageProcessor {
         let sigma = Double(blurRadius * image.scale)
         guard sigma > 0.01 else { return image }
         return try image.mapFrames(identifier) { (frame) throws(HalcyonError) in
-            try frame.apply("gaussblur") { hc_gaussblur($0, sigma, $1) }
+            try frame.gaussianBlurred(sigma: sigma)
         }
     }
 }

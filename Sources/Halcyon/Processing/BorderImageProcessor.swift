@@ -1,4 +1,3 @@
-import CHalcyonVips
 import Foundation
 
 /// Draws a ``Border`` along the inside of the image's edges.
@@ -34,7 +33,7 @@ public struct BorderImageProcessor: ImageProcessor {
         return try image.mapFrames(identifier) { (frame) throws(HalcyonError) in
             let rgba = try frame.withAlpha()
             let stroke = try rgba.constant(Array(color.prefix(3))).joined(with: ringImage)
-            return try stroke.composited(over: rgba, mode: Int32(VIPS_BLEND_MODE_OVER.rawValue))
+            return try stroke.composited(over: rgba, mode: .normal)
         }
     }
 }

@@ -1,4 +1,3 @@
-import CHalcyonVips
 import Foundation
 
 /// Adjusts saturation, brightness, contrast and exposure, like Core Image's
@@ -44,9 +43,7 @@ public struct ColorControlsProcessor: ImageProcessor {
         return try processFrames(item, options: options) { (frame, _) throws(HalcyonError) in
             var rgb = try frame.bands(from: 0, count: 3)
             if saturation != 1 {
-                rgb = try rgb.apply("recomb") { input, output in
-                    matrix.withUnsafeBufferPointer { hc_recomb3(input, $0.baseAddress, output) }
-                }
+                rgb = try rgb.recombined(matrix)
             }
             let adjusted = try rgb.linear(multiply: [gain, gain, gain], add: [offset, offset, offset])
             guard frame.bands == 4 else { return adjusted }

@@ -1,4 +1,3 @@
-import CHalcyonVips
 import Foundation
 
 /// Shrinks an image so its longer side fits `max(size.width, size.height)`
@@ -28,9 +27,9 @@ public struct DownsamplingImageProcessor: ImageProcessor {
             decoding.downsampleSize = size
             return try ImageDecoder.decode(data, options: decoding)
         case .image(let image):
-            let pixels = Int32(max(1, (max(size.width, size.height) * options.scaleFactor).rounded()))
+            let pixels = Int(max(1, (max(size.width, size.height) * options.scaleFactor).rounded()))
             return try image.mapFrames(identifier) { (frame) throws(HalcyonError) in
-                try frame.apply("thumbnail_image") { hc_thumbnail_image($0, pixels, pixels, $1) }
+                try frame.thumbnailed(fitting: pixels)
             }.withScale(options.scaleFactor)
         }
     }

@@ -138,16 +138,7 @@ private struct Step {
         if let syntaxError { throw error(syntaxError.message, at: syntaxError.position) }
         switch name {
         case "resize":
-            try expectCount(1...2)
-            let size = try sizeArgument(0)
-            let mode: ContentMode
-            switch arguments.count > 1 ? arguments[1].text.lowercased() : "fit" {
-            case "fit": mode = .aspectFit
-            case "fill": mode = .aspectFill
-            case "force", "none": mode = .none
-            default: throw error("resize mode must be fit, fill or force", at: arguments[1].position)
-            }
-            return ResizingImageProcessor(referenceSize: size, mode: mode)
+            return try resizeProcessor()
         case "downsample":
             try expectCount(1...1)
             return DownsamplingImageProcessor(size: try sizeArgument(0, allowSingle: true))
@@ -157,16 +148,7 @@ private struct Step {
             let anchor = arguments.count > 1 ? try anchorArgument(1) : CGPoint(x: 0.5, y: 0.5)
             return CroppingImageProcessor(size: size, anchor: anchor)
         case "round":
-            try expectCount(1...2)
-            let radiusText = arguments[0].text
-            let radius: CornerRadius
-            if radiusText.hasSuffix("%") {
-                radius = .widthFraction(try number(String(radiusText.dropLast()), at: arguments[0].position, range: 0...100) / 100)
-            } else {
-                radius = .point(try numberArgument(0, range: 0...100_000))
-            }
-            let background = arguments.count > 1 ? try colorArgument(1) : nil
-            return RoundCornerImageProcessor(radius: radius, backgroundColor: background)
+            return try roundCornerProcessor()
         case "border":
             try expectCount(2...3)
             let width = try numberArgument(0, range: 0...10_000)
@@ -189,18 +171,51 @@ private struct Step {
         case "color":
             return try colorControls()
         case "blend":
-            try expectCount(1...3)
-            guard let mode = BlendMode.allCases.first(where: { $0.rawValue.lowercased() == arguments[0].text.lowercased() }) else {
-                throw error("unknown blend mode \"\(arguments[0].text)\"", at: arguments[0].position)
-            }
-            let alpha = arguments.count > 1 ? try numberArgument(1, range: 0...1) : 1
-            let background = arguments.count > 2 ? try colorArgument(2) : nil
-            return BlendImageProcessor(blendMode: mode, alpha: alpha, backgroundColor: background)
+            return try blendProcessor()
         case "":
             throw error("expected a step name")
         default:
             throw error("unknown step \"\(name)\" (known: \(ProcessorChainParser.stepNames.joined(separator: ", ")))")
         }
+    }
+
+    /// The `resize(WxH[,fit|fill|force])` step.
+    private func resizeProcessor() throws(HalcyonError) -> any ImageProcessor {
+        try expectCount(1...2)
+        let size = try sizeArgument(0)
+        let mode: ContentMode
+        switch arguments.count > 1 ? arguments[1].text.lowercased() : "fit" {
+        case "fit": mode = .aspectFit
+        case "fill": mode = .aspectFill
+        case "force", "none": mode = .none
+        default: throw error("resize mode must be fit, fill or force", at: arguments[1].position)
+        }
+        return ResizingImageProcessor(referenceSize: size, mode: mode)
+    }
+
+    /// The `round(R[,#color])` step, `R` in points or `N%` of the width.
+    private func roundCornerProcessor() throws(HalcyonError) -> any ImageProcessor {
+        try expectCount(1...2)
+        let radiusText = arguments[0].text
+        let radius: CornerRadius
+        if radiusText.hasSuffix("%") {
+            radius = .widthFraction(try number(String(radiusText.dropLast()), at: arguments[0].position, range: 0...100) / 100)
+        } else {
+            radius = .point(try numberArgument(0, range: 0...100_000))
+        }
+        let background = arguments.count > 1 ? try colorArgument(1) : nil
+        return RoundCornerImageProcessor(radius: radius, backgroundColor: background)
+    }
+
+    /// The `blend(MODE[,ALPHA[,#color]])` step.
+    private func blendProcessor() throws(HalcyonError) -> any ImageProcessor {
+        try expectCount(1...3)
+        guard let mode = BlendMode.allCases.first(where: { $0.rawValue.lowercased() == arguments[0].text.lowercased() }) else {
+            throw error("unknown blend mode \"\(arguments[0].text)\"", at: arguments[0].position)
+        }
+        let alpha = arguments.count > 1 ? try numberArgument(1, range: 0...1) : 1
+        let background = arguments.count > 2 ? try colorArgument(2) : nil
+        return BlendImageProcessor(blendMode: mode, alpha: alpha, backgroundColor: background)
     }
 
     // MARK: Arguments

@@ -1,4 +1,3 @@
-import CHalcyonVips
 import Foundation
 
 /// Rounds the corners of an image, leaving them transparent or filled with a colour.
@@ -47,12 +46,12 @@ public struct RoundCornerImageProcessor: ImageProcessor {
             let rgba = try frame.withAlpha()
             let rgb = try rgba.bands(from: 0, count: 3)
             let alpha = try rgba.bands(from: 3, count: 1)
-                .apply("multiply", with: [mask]) { hc_multiply($0, mask.pointer, $1) }
+                .multiplied(by: mask)
                 .linear(multiply: [1.0 / 255], add: [0])
             let clipped = try rgb.joined(with: alpha)
             guard let background else { return clipped }
             let fill = try rgba.constant(background.bandValues)
-            return try clipped.composited(over: fill, mode: Int32(VIPS_BLEND_MODE_OVER.rawValue))
+            return try clipped.composited(over: fill, mode: .normal)
         }
     }
 }

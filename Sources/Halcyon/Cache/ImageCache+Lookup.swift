@@ -1,0 +1,177 @@
+import Foundation
+
+// MARK: - One lookup per attempt
+
+/// What the retrieve pipeline asks of the cache on one attempt.
+struct CacheLookup: Sendable {
+    /// The source's cache key.
+    var key: String
+    /// The processor-and-frame part of the key (``ImageCache/processorIdentifier(for:)``).
+    var processorIdentifier: String
+    /// The decoding fields given to the serializer.
+    var decoding: HalcyonParsedOptionsInfo
+    var serializer: any CacheSerializer
+    var forcedExtension: String?
+    var memoryExpiration: StorageExpiration?
+    var memoryExtending: ExpirationExtending
+    var diskExtending: ExpirationExtending
+    /// Look in memory (false when the caller just did).
+    var readsMemory: Bool
+    /// Use a fresh disk entry (false for `.fromMemoryCacheOrRefresh`, which still revalidates a stale one).
+    var readsDisk: Bool
+    /// An expired entry with validators comes back as ``CacheLookupResult/stale(_:)`` (network sources).
+    var revalidates: Bool
+    /// Every entry with validators comes back stale, fresh or not (`.refreshCached`).
+    var forcesRevalidation: Bool
+
+    var computedKey: String { ImageCache.computedKey(key, processorIdentifier: processorIdentifier) }
+}
+
+/// A disk entry that needs the server's word before it is used again.
+struct StaleCacheEntry: Sendable {
+    /// The stored bytes, decoded if the server answers 304.
+    let data: Data
+    /// What to send in the conditional request.
+    let validators: CacheValidators
+}
+
+/// What one lookup found.
+enum CacheLookupResult: Sendable {
+    /// A usable image: from memory, or decoded from disk and now in memory too.
+    case hit(Image, CacheType)
+    /// An entry to revalidate with the server.
+    case stale(StaleCacheEntry)
+    /// Nothing usable.
+    case miss
+}
+
+extension ImageCache {
+    /// Answers fresh, stale-with-validators or miss from one memory read and at most one disk open.
+    ///
+    /// The disk read and decode run on the cache's read queue. A fresh disk
+    /// hit is put into memory unless the calling task was cancelled meanwhile
+    /// (then it throws `requestError(.taskCancelled)` and stores nothing).
+    /// Bytes that no longer decode are removed and are a miss; bytes over the
+    /// decoding limits throw that processor error. Disk I/O failures throw
+    /// `.cacheError(.cannotReadFile)`.
+    func lookup(_ lookup: CacheLookup) async throws(HalcyonError) -> CacheLookupResult {
+        let computed = lookup.computedKey
+        if lookup.readsMemory, !lookup.forcesRevalidation,
+           let image = memoryStorage.value(forKey: computed, extendingExpiration: lookup.memoryExtending) {
+            return .hit(image, .memory)
+        }
+        guard lookup.readsDisk || lookup.revalidates else { return .miss }
+        let cancelled = Locked(false)
+        let result = await withTaskCancellationHandler {
+            await readQueue.run { self.diskLookup(lookup, isCancelled: { cancelled.withLock { $0 } }) }
+        } onCancel: {
+            cancelled.withLock { $0 = true }
+        }
+        return try result.get()
+    }
+
+    func diskLookup(_ lookup: CacheLookup, isCancelled: () -> Bool) -> Result<CacheLookupResult, HalcyonError> {
+        let cancellation = HalcyonError.requestError(reason: .taskCancelled(url: nil))
+        let computed = lookup.computedKey
+        diskReadWillStart.withLock { $0 }?(computed)
+        if isCancelled() { return .failure(cancellation) }
+        let entry: (data: Data, metadata: CacheEntryMetadata, expirationDate: Date)
+        do throws(HalcyonError) {
+            guard let found = try diskStorage.lookupEntry(
+                forKey: computed, forcedExtension: lookup.forcedExtension,
+                includingExpired: lookup.revalidates, extendingExpiration: lookup.diskExtending) else { return .success(.miss) }
+            entry = found
+        } catch {
+            return .failure(error)
+        }
+        let expired = entry.expirationDate <= diskStorage.clock.now()
+        let validators = CacheValidators(etag: entry.metadata.etag, lastModified: entry.metadata.lastModified)
+        if let validators, lookup.revalidates, lookup.forcesRevalidation || expired {
+            return .success(.stale(StaleCacheEntry(data: entry.data, validators: validators)))
+        }
+        guard lookup.readsDisk, !lookup.forcesRevalidation, !expired else { return .success(.miss) }
+        switch decodeStored(entry.data, computedKey: computed, lookup: lookup) {
+        case .failure(let error):
+            return .failure(error)
+        case .success(nil):
+            return .success(.miss)
+        case .success(let image?):
+            if isCancelled() { return .failure(cancellation) }
+            memoryStorage.store(value: image, forKey: computed, expiration: lookup.memoryExpiration)
+            return .success(.hit(image, .disk))
+        }
+    }
+
+    /// Decodes stored bytes; bytes that no longer decode are removed (nil), limit errors are thrown.
+    private func decodeStored(_ data: Data, computedKey: String, lookup: CacheLookup) -> Result<Image?, HalcyonError> {
+        do throws(HalcyonError) {
+            return .success(try lookup.serializer.image(with: data, options: lookup.decoding))
+        } catch {
+            if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
+            if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
+            try? diskStorage.remove(forKey: computedKey, forcedExtension: lookup.forcedExtension)
+            return .success(nil)
+        }
+    }
+
+    /// Puts an image decoded from a revalidated entry into memory, under the lookup's key and memory expiration.
+    func storeRevalidated(_ image: Image, lookup: CacheLookup) {
+        memoryStorage.store(value: image, forKey: lookup.computedKey, expiration: lookup.memoryExpiration)
+    }
+
+    // MARK: - Storing under a policy
+
+    /// Stores `image` under `key` and `identifier` as `policy` says; waits for the disk only when it asks.
+    ///
+    /// The memory store happens at once; the disk write runs on the cache's
+    /// write queue, in call order with the other writes. With
+    /// ``CacheWritePolicy/waitsForDisk`` this returns after the write and
+    /// throws its failure. ``CacheWritePolicy/storesOriginal`` is for the
+    /// caller, which may keep originals in another cache (``storeOriginal(_:forKey:policy:metadata:)``).
+    public func store(
+        _ image: Image, original: Data?, forKey key: String, processorIdentifier identifier: String,
+        policy: CacheWritePolicy, metadata: CacheEntryMetadata?
+    ) async throws(HalcyonError) {
+        let computed = Self.computedKey(key, processorIdentifier: identifier)
+        memoryStorage.store(value: image, forKey: computed, expiration: policy.memoryExpiration)
+        guard policy.toDisk else { return }
+        let write: @Sendable () -> Result<Void, HalcyonError> = {
+            self.serializeAndWrite(
+                image, original: original, computedKey: computed, isProcessed: !identifier.isEmpty,
+                serializer: policy.serializer, expiration: policy.diskExpiration, metadata: metadata,
+                forcedExtension: policy.forcedExtension, syncsWrites: policy.syncsWrites)
+        }
+        guard policy.waitsForDisk else { return ioQueue.async { _ = write() } }
+        let result = await awaitDelivery { deliver in ioQueue.async { deliver(write()) } }
+        try result.get()
+    }
+
+    /// Keeps the source bytes on disk under the unprocessed `key`, as `policy` says (its expiration, extension, sync).
+    public func storeOriginal(
+        _ data: Data, forKey key: String, policy: CacheWritePolicy, metadata: CacheEntryMetadata?
+    ) async throws(HalcyonError) {
+        let write: @Sendable () -> Result<Void, HalcyonError> = {
+            do throws(HalcyonError) {
+                try self.diskStorage.store(value: data, forKey: key, expiration: policy.diskExpiration, metadata: metadata,
+                                           forcedExtension: policy.forcedExtension, syncsWrites: policy.syncsWrites)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        guard policy.waitsForDisk else { return ioQueue.async { _ = write() } }
+        let result = await awaitDelivery { deliver in ioQueue.async { deliver(write()) } }
+        try result.get()
+    }
+}
+
+extension ImageCacheResult {
+    /// The public form of a lookup result (a stale entry, which plain reads never ask for, is `.none`).
+    init(_ result: CacheLookupResult) {
+        switch result {
+        case .hit(let image, .memory): self = .memory(image)
+        case .hit(let image, _): self = .disk(image)
+        case .stale, .miss: self = .none
+        }
+    }
+}
