@@ -89,6 +89,19 @@ struct PipelineStageTests {
         #expect(queue.runningCount == 0 && queue.pendingCount == 0)
     }
 
+    @Test("a work queue keeps nothing a finished job captured")
+    func workQueueReleasesFinishedJobs() async throws {
+        let queue = WorkQueue(name: "test.release", width: 1)
+        let probe = ReleaseProbe()
+        do {
+            let captured = Captured(probe: probe)
+            await queue.run { _ = captured }
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !probe.released, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(probe.released, "the queue still holds the finished job's captures")
+    }
+
     @Test("a manager on a socket-free DataLoading loads, caches, and revalidates with a 304 value")
     func dataLoaderWithoutSockets() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-loader-\(UUID().uuidString)")
@@ -111,4 +124,18 @@ struct PipelineStageTests {
         #expect(memoryHit.cacheType == .memory)
         #expect(loader.requests.count == 2)
     }
+}
+
+/// Records that a ``Captured`` was deallocated.
+private final class ReleaseProbe: Sendable {
+    private let state = Locked(false)
+    var released: Bool { state.withLock { $0 } }
+    func markReleased() { state.withLock { $0 = true } }
+}
+
+/// Tells its probe when it is deallocated.
+private final class Captured: Sendable {
+    let probe: ReleaseProbe
+    init(probe: ReleaseProbe) { self.probe = probe }
+    deinit { probe.markReleased() }
 }

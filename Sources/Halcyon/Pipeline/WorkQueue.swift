@@ -13,7 +13,9 @@ public final class WorkQueue: Sendable {
     private struct State {
         var width: Int
         var running = 0
-        var pending: [@Sendable () -> Void] = []
+        /// Waiting jobs from `head` on; a taken job's slot is cleared at once, so
+        /// nothing a finished job captured (images, bytes, its owner) stays alive.
+        var pending: [(@Sendable () -> Void)?] = []
         var head = 0
     }
 
@@ -79,11 +81,17 @@ public final class WorkQueue: Sendable {
     private static func takeReady(_ state: inout State) -> [@Sendable () -> Void] {
         var ready: [@Sendable () -> Void] = []
         while state.running < state.width, state.head < state.pending.count {
-            ready.append(state.pending[state.head])
+            if let job = state.pending[state.head] {
+                ready.append(job)
+                state.running += 1
+            }
+            state.pending[state.head] = nil
             state.head += 1
-            state.running += 1
         }
-        if state.head > 64, state.head * 2 > state.pending.count {
+        if state.head == state.pending.count {
+            state.pending.removeAll(keepingCapacity: state.pending.count <= 256)
+            state.head = 0
+        } else if state.head > 64, state.head * 2 > state.pending.count {
             state.pending.removeFirst(state.head)
             state.head = 0
         }
