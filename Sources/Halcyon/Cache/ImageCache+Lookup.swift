@@ -90,7 +90,8 @@ extension ImageCache {
             return .success(.stale(StaleCacheEntry(data: entry.data, validators: validators)))
         }
         guard lookup.readsDisk, !lookup.forcesRevalidation, !expired else { return .success(.miss) }
-        switch decodeStored(entry.data, computedKey: computed, lookup: lookup) {
+        switch decodeStored(entry.data, computedKey: computed, serializer: lookup.serializer, decoding: lookup.decoding,
+                            forcedExtension: lookup.forcedExtension) {
         case .failure(let error):
             return .failure(error)
         case .success(nil):
@@ -103,13 +104,16 @@ extension ImageCache {
     }
 
     /// Decodes stored bytes; bytes that no longer decode are removed (nil), limit errors are thrown.
-    private func decodeStored(_ data: Data, computedKey: String, lookup: CacheLookup) -> Result<Image?, HalcyonError> {
+    func decodeStored(
+        _ data: Data, computedKey: String, serializer: any CacheSerializer, decoding: HalcyonParsedOptionsInfo,
+        forcedExtension: String?
+    ) -> Result<Image?, HalcyonError> {
         do throws(HalcyonError) {
-            return .success(try lookup.serializer.image(with: data, options: lookup.decoding))
+            return .success(try serializer.image(with: data, options: decoding))
         } catch {
             if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
             if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
-            try? diskStorage.remove(forKey: computedKey, forcedExtension: lookup.forcedExtension)
+            try? diskStorage.remove(forKey: computedKey, forcedExtension: forcedExtension)
             return .success(nil)
         }
     }

@@ -142,13 +142,7 @@ extension ImageCache {
         } catch {
             return .failure(error)
         }
-        do throws(HalcyonError) {
-            return .success(try options.cacheSerializer.image(with: data, options: options.processingContext))
-        } catch {
-            if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
-            if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
-            try? diskStorage.remove(forKey: computedKey, forcedExtension: options.forcedExtension)
-            return .success(nil)
-        }
+        return decodeStored(data, computedKey: computedKey, serializer: options.cacheSerializer,
+                            decoding: options.processingContext, forcedExtension: options.forcedExtension)
     }
 }

@@ -300,7 +300,6 @@ private struct AttemptContext: Sendable {
     let key: String
     let options: HalcyonParsedOptionsInfo
     let targetCache: ImageCache
-    let originalCache: ImageCache
     /// The processor-and-frame-choice part of the cache key (``ImageCache/processorIdentifier(for:)``).
     let cacheIdentifier: String
 
@@ -310,7 +309,6 @@ private struct AttemptContext: Sendable {
         self.key = key
         self.options = options
         targetCache = options.targetCache ?? manager.cache
-        originalCache = options.originalCache ?? targetCache
         cacheIdentifier = ImageCache.processorIdentifier(for: options)
     }
 
