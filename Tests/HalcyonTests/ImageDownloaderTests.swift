@@ -654,7 +654,7 @@ import Testing
         let delegate = RecordingDelegate()
         try await withServer({ $0.delegate = delegate }) { server, downloader in
             _ = try await downloader.downloadImage(with: server.url("/image/delegate"))
-            #expect(delegate.events == ["willDownload", "didReceive", "didFinish", "didDownloadData", "didDownloadImage"])
+            #expect(delegate.events == ["willDownload", "didReceive", "didDownloadData", "didFinish", "didDownloadImage"])
         }
     }
 

@@ -5,11 +5,14 @@ extension DiskStorage.Backend {
     // MARK: - File names
 
     /// The URL of the file that holds (or would hold) the entry for `key`.
-    public func cacheFileURL(forKey key: String, forcedExtension: String? = nil) -> URL {
-        directoryURL.appendingPathComponent(cacheFileName(forKey: key, forcedExtension: forcedExtension), isDirectory: false)
+    ///
+    /// `extensionKey` is as in ``cacheFileName(forKey:forcedExtension:extensionKey:)``.
+    public func cacheFileURL(forKey key: String, forcedExtension: String? = nil, extensionKey: String? = nil) -> URL {
+        directoryURL.appendingPathComponent(
+            cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey), isDirectory: false)
     }
 
-    /// The URL of the file that holds (or would hold) the entry for `key`; same as ``cacheFileURL(forKey:forcedExtension:)``.
+    /// The URL of the file that holds (or would hold) the entry for `key`; same as ``cacheFileURL(forKey:forcedExtension:extensionKey:)`` with no extension key.
     public func fileURL(forKey key: String, forcedExtension: String? = nil) -> URL {
         cacheFileURL(forKey: key, forcedExtension: forcedExtension)
     }
@@ -17,12 +20,15 @@ extension DiskStorage.Backend {
     /// The file name for `key`: the SHA-256 hex of the key, or the escaped key, plus an optional extension.
     ///
     /// The extension is `forcedExtension`, else `config.pathExtension`, else
-    /// (with `autoExtAfterHashedFileName`) the key's own extension when it is
-    /// 1–20 ASCII letters or digits. An invalid `forcedExtension` is ignored.
-    /// Without hashing, bytes other than letters, digits, `-`, `_` and a
-    /// non-leading `.` are percent-escaped; a key that would make a name
-    /// longer than 200 bytes, or an empty key, is hashed anyway.
-    public func cacheFileName(forKey key: String, forcedExtension: String? = nil) -> String {
+    /// (with `autoExtAfterHashedFileName`) the extension of `extensionKey`
+    /// (default `key`) when it is 1–20 ASCII letters or digits. ``ImageCache``
+    /// passes the source key of a processed entry (`key@processor`) as
+    /// `extensionKey`, so `photo.png` processed is named `<hash>.png` like the
+    /// original, whatever the processor's identifier says. An invalid
+    /// `forcedExtension` is ignored. Without hashing, bytes other than letters,
+    /// digits, `-`, `_` and a non-leading `.` are percent-escaped; a key that
+    /// would make a name longer than 200 bytes, or an empty key, is hashed anyway.
+    public func cacheFileName(forKey key: String, forcedExtension: String? = nil, extensionKey: String? = nil) -> String {
         var base: String
         if !config.usesHashedFileName, let escaped = Self.escapedFileName(key) {
             base = escaped
@@ -32,7 +38,7 @@ extension DiskStorage.Backend {
         let forced = forcedExtension.flatMap { Self.isValidExtension($0) ? $0 : nil }
         if let ext = forced ?? config.pathExtension {
             base += "." + ext
-        } else if config.usesHashedFileName, config.autoExtAfterHashedFileName, let ext = Self.keyExtension(key) {
+        } else if config.usesHashedFileName, config.autoExtAfterHashedFileName, let ext = Self.keyExtension(extensionKey ?? key) {
             base += "." + ext
         }
         return base

@@ -15,13 +15,14 @@ extension DiskStorage.Backend {
     /// the expiration forward in place; the last-access time is updated too,
     /// both at most once per `config.accessUpdateInterval`. Throws
     /// `.cacheError(.cannotReadFile)` only for I/O failures other than a
-    /// missing file.
+    /// missing file. `extensionKey` is as in ``cacheFileName(forKey:forcedExtension:extensionKey:)``.
     public func value(
         forKey key: String,
         forcedExtension: String? = nil,
+        extensionKey: String? = nil,
         extendingExpiration: ExpirationExtending = .cacheTime
     ) throws(HalcyonError) -> Data? {
-        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension)
+        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
         return try readEntry(atPath: path, includingExpired: false, extending: extendingExpiration, decodingMetadata: false)?.data
     }
 
@@ -29,14 +30,15 @@ extension DiskStorage.Backend {
     ///
     /// With `includingExpired`, an expired entry is returned too (its
     /// ETag and Last-Modified are what a revalidation request needs), and
-    /// is not extended. Otherwise behaves as ``value(forKey:forcedExtension:extendingExpiration:)``.
+    /// is not extended. Otherwise behaves as ``value(forKey:forcedExtension:extensionKey:extendingExpiration:)``.
     public func entry(
         forKey key: String,
         forcedExtension: String? = nil,
+        extensionKey: String? = nil,
         includingExpired: Bool = false,
         extendingExpiration: ExpirationExtending = .cacheTime
     ) throws(HalcyonError) -> DiskStorage.Entry? {
-        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension)
+        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
         guard let read = try readEntry(atPath: path, includingExpired: includingExpired, extending: extendingExpiration,
                                        decodingMetadata: true) else { return nil }
         return DiskStorage.Entry(data: read.data, metadata: read.header.metadata, storedDate: read.header.storedDate,
@@ -44,13 +46,14 @@ extension DiskStorage.Backend {
                      fileURL: URL(fileURLWithPath: path))
     }
 
-    /// The bytes, metadata and expiration of the entry under `key`, without the file URL and dates of ``entry(forKey:forcedExtension:includingExpired:extendingExpiration:)``.
+    /// The bytes, metadata and expiration of the entry under `key`, without the file URL and dates of ``entry(forKey:forcedExtension:extensionKey:includingExpired:extendingExpiration:)``.
     ///
     /// The retrieve pipeline's one read per attempt; same rules as `entry`.
     func lookupEntry(
-        forKey key: String, forcedExtension: String?, includingExpired: Bool, extendingExpiration: ExpirationExtending
+        forKey key: String, forcedExtension: String?, extensionKey: String?, includingExpired: Bool,
+        extendingExpiration: ExpirationExtending
     ) throws(HalcyonError) -> (data: Data, metadata: CacheEntryMetadata, expirationDate: Date)? {
-        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension)
+        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
         guard let read = try readEntry(atPath: path, includingExpired: includingExpired, extending: extendingExpiration,
                                        decodingMetadata: includingExpired) else { return nil }
         return (read.data, read.header.metadata, read.header.expirationDate)
@@ -248,8 +251,8 @@ extension DiskStorage.Backend {
     ///
     /// Reads only the header, so a payload corrupted after a valid header is
     /// found only when read. Does not change the last-access time.
-    public func isCached(forKey key: String, forcedExtension: String? = nil) -> Bool {
-        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension)
+    public func isCached(forKey key: String, forcedExtension: String? = nil, extensionKey: String? = nil) -> Bool {
+        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
         guard let (header, _) = readHeader(atPath: path) else { return false }
         return header.expirationDate > clock.now()
     }

@@ -18,9 +18,10 @@ extension DiskStorage.Backend {
     public func extendExpiration(
         forKey key: String,
         forcedExtension: String? = nil,
+        extensionKey: String? = nil,
         to expiration: StorageExpiration? = nil
     ) throws(HalcyonError) -> Bool {
-        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension)
+        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
         let now = clock.now()
         let fd = DiskFile.open(path, O_RDWR)
         guard fd >= 0 else {
@@ -65,8 +66,8 @@ extension DiskStorage.Backend {
     /// Removes the entry under `key`; no error when there is none.
     ///
     /// Throws `.cacheError(.cannotRemoveFile)` when the file exists but cannot be deleted.
-    public func remove(forKey key: String, forcedExtension: String? = nil) throws(HalcyonError) {
-        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension)
+    public func remove(forKey key: String, forcedExtension: String? = nil, extensionKey: String? = nil) throws(HalcyonError) {
+        let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
         let size = DiskFile.status(path: path)?.size ?? 0
         guard unlink(path) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return }

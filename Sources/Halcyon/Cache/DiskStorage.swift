@@ -91,19 +91,21 @@ public enum DiskStorage {
         /// `.cannotCreateDirectory` or `.cannotWriteFile` (disk full,
         /// permissions...), in which case no partial file is left behind.
         /// `syncsWrites`, when given, overrides `config.syncsWrites` for this entry.
+        /// `extensionKey` is as in ``cacheFileName(forKey:forcedExtension:extensionKey:)``.
         public func store(
             value: Data,
             forKey key: String,
             expiration: StorageExpiration? = nil,
             metadata: CacheEntryMetadata? = nil,
             forcedExtension: String? = nil,
+            extensionKey: String? = nil,
             syncsWrites: Bool? = nil
         ) throws(HalcyonError) {
             let now = clock.now()
             let expiration = expiration ?? config.expiration
             let expiresAt = expiration.estimatedExpirationSince(now)
             guard expiresAt > now else {
-                try remove(forKey: key, forcedExtension: forcedExtension)
+                try remove(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
                 return
             }
             var metadata = metadata ?? CacheEntryMetadata()
@@ -112,7 +114,7 @@ public enum DiskStorage {
             let header = DiskEntryHeader(
                 metadata: metadata, payloadLength: value.count, storedDate: now,
                 expirationDate: expiresAt, payloadHash: payloadHash, lifetime: expiration.slidingLifetime)
-            let fileName = cacheFileName(forKey: key, forcedExtension: forcedExtension)
+            let fileName = cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
             let (written, replaced) = try writeAtomically(fileName: fileName, header: header.encoded(), payload: value, now: now,
                                                           syncs: syncsWrites ?? config.syncsWrites)
             noteStored(bytes: written, replacing: replaced)

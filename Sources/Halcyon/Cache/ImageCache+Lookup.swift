@@ -78,7 +78,7 @@ extension ImageCache {
         let entry: (data: Data, metadata: CacheEntryMetadata, expirationDate: Date)
         do throws(HalcyonError) {
             guard let found = try diskStorage.lookupEntry(
-                forKey: computed, forcedExtension: lookup.forcedExtension,
+                forKey: computed, forcedExtension: lookup.forcedExtension, extensionKey: lookup.key,
                 includingExpired: lookup.revalidates, extendingExpiration: lookup.diskExtending) else { return .success(.miss) }
             entry = found
         } catch {
@@ -90,8 +90,8 @@ extension ImageCache {
             return .success(.stale(StaleCacheEntry(data: entry.data, validators: validators)))
         }
         guard lookup.readsDisk, !lookup.forcesRevalidation, !expired else { return .success(.miss) }
-        switch decodeStored(entry.data, computedKey: computed, serializer: lookup.serializer, decoding: lookup.decoding,
-                            forcedExtension: lookup.forcedExtension) {
+        switch decodeStored(entry.data, computedKey: computed, extensionKey: lookup.key, serializer: lookup.serializer,
+                            decoding: lookup.decoding, forcedExtension: lookup.forcedExtension) {
         case .failure(let error):
             return .failure(error)
         case .success(nil):
@@ -104,16 +104,18 @@ extension ImageCache {
     }
 
     /// Decodes stored bytes; bytes that no longer decode are removed (nil), limit errors are thrown.
+    ///
+    /// `extensionKey` is the source key the entry's file extension comes from (see ``DiskStorage/Backend/cacheFileName(forKey:forcedExtension:extensionKey:)``).
     func decodeStored(
-        _ data: Data, computedKey: String, serializer: any CacheSerializer, decoding: HalcyonParsedOptionsInfo,
-        forcedExtension: String?
+        _ data: Data, computedKey: String, extensionKey: String, serializer: any CacheSerializer,
+        decoding: HalcyonParsedOptionsInfo, forcedExtension: String?
     ) -> Result<Image?, HalcyonError> {
         do throws(HalcyonError) {
             return .success(try serializer.image(with: data, options: decoding))
         } catch {
             if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
             if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
-            try? diskStorage.remove(forKey: computedKey, forcedExtension: forcedExtension)
+            try? diskStorage.remove(forKey: computedKey, forcedExtension: forcedExtension, extensionKey: extensionKey)
             return .success(nil)
         }
     }
@@ -141,7 +143,7 @@ extension ImageCache {
         guard policy.toDisk else { return }
         let write: @Sendable () -> Result<Void, HalcyonError> = {
             self.serializeAndWrite(
-                image, original: original, computedKey: computed, isProcessed: !identifier.isEmpty,
+                image, original: original, computedKey: computed, extensionKey: key, isProcessed: !identifier.isEmpty,
                 serializer: policy.serializer, expiration: policy.diskExpiration, metadata: metadata,
                 forcedExtension: policy.forcedExtension, syncsWrites: policy.syncsWrites)
         }

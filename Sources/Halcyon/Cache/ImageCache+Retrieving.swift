@@ -90,7 +90,10 @@ extension ImageCache {
 
     /// The image for `key` made by `options.processor`, from disk only, decoded on the cache's queue.
     ///
-    /// Does not put the image in memory. `nil` when not on disk, expired, or no longer decodable (then removed).
+    /// With `options.loadDiskFileSynchronously` the read and decode run on the
+    /// calling thread instead, and with no `callbackQueue` the completion runs
+    /// before this returns. Does not put the image in memory. `nil` when not
+    /// on disk, expired, or no longer decodable (then removed).
     public func retrieveImageInDiskCache(
         forKey key: String,
         options: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
@@ -99,10 +102,11 @@ extension ImageCache {
         completionHandler: @escaping @Sendable (Result<Image?, HalcyonError>) -> Void
     ) {
         let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
-        readQueue.execute {
-            Self.deliver(self.loadFromDisk(computedKey: computed, options: options, extending: extendingExpiration),
-                         on: callbackQueue, completionHandler)
+        let load: @Sendable () -> Void = {
+            let result = self.loadFromDisk(computedKey: computed, extensionKey: key, options: options, extending: extendingExpiration)
+            Self.deliver(result, on: callbackQueue, completionHandler)
         }
+        if options.loadDiskFileSynchronously { load() } else { readQueue.execute(load) }
     }
 
     /// The image for `key` made by `options.processor`, from disk only; async form.
@@ -128,21 +132,28 @@ extension ImageCache {
         options: HalcyonParsedOptionsInfo,
         extendingExpiration: ExpirationExtending
     ) async throws(HalcyonError) -> Image? {
-        let result = await readQueue.run { self.loadFromDisk(computedKey: key, options: options, extending: extendingExpiration) }
+        let result = await readQueue.run {
+            self.loadFromDisk(computedKey: key, extensionKey: key, options: options, extending: extendingExpiration)
+        }
         return try result.get()
     }
 
-    private func loadFromDisk(computedKey: String, options: HalcyonParsedOptionsInfo, extending: ExpirationExtending) -> Result<Image?, HalcyonError> {
+    /// Reads and decodes the entry under `computedKey`, whose file extension comes from `extensionKey` (the source key).
+    private func loadFromDisk(
+        computedKey: String, extensionKey: String, options: HalcyonParsedOptionsInfo, extending: ExpirationExtending
+    ) -> Result<Image?, HalcyonError> {
         diskReadWillStart.withLock { $0 }?(computedKey)
         let data: Data
         do throws(HalcyonError) {
             guard let stored = try diskStorage.value(forKey: computedKey, forcedExtension: options.forcedExtension,
-                                                     extendingExpiration: extending) else { return .success(nil) }
+                                                     extensionKey: extensionKey, extendingExpiration: extending) else {
+                return .success(nil)
+            }
             data = stored
         } catch {
             return .failure(error)
         }
-        return decodeStored(data, computedKey: computedKey, serializer: options.cacheSerializer,
+        return decodeStored(data, computedKey: computedKey, extensionKey: extensionKey, serializer: options.cacheSerializer,
                             decoding: options.processingContext, forcedExtension: options.forcedExtension)
     }
 }

@@ -97,8 +97,8 @@ public final class ImageCache: Sendable {
             return
         }
         ioQueue.async {
-            let result = self.serializeAndWrite(image, original: original, computedKey: computed, isProcessed: !identifier.isEmpty,
-                                                serializer: serializer,
+            let result = self.serializeAndWrite(image, original: original, computedKey: computed, extensionKey: key,
+                                                isProcessed: !identifier.isEmpty, serializer: serializer,
                                                 expiration: diskExpiration, metadata: metadata,
                                                 forcedExtension: forcedExtension, syncsWrites: syncsWrites)
             if let completionHandler {
@@ -155,7 +155,7 @@ public final class ImageCache: Sendable {
             let result: Result<Void, HalcyonError>
             do throws(HalcyonError) {
                 try self.diskStorage.store(value: data, forKey: computed, expiration: expiration, metadata: metadata,
-                                           forcedExtension: forcedExtension, syncsWrites: syncsWrites)
+                                           forcedExtension: forcedExtension, extensionKey: key, syncsWrites: syncsWrites)
                 result = .success(())
             } catch {
                 result = .failure(error)
@@ -187,8 +187,9 @@ public final class ImageCache: Sendable {
         try result.diskCacheResult.get()
     }
 
+    /// Serializes `image` and writes it under `computedKey`; the file's automatic extension comes from `extensionKey` (the source key).
     func serializeAndWrite(
-        _ image: Image, original: Data?, computedKey: String, isProcessed: Bool, serializer: any CacheSerializer,
+        _ image: Image, original: Data?, computedKey: String, extensionKey: String, isProcessed: Bool, serializer: any CacheSerializer,
         expiration: StorageExpiration?, metadata: CacheEntryMetadata?,
         forcedExtension: String?, syncsWrites: Bool?
     ) -> Result<Void, HalcyonError> {
@@ -203,7 +204,7 @@ public final class ImageCache: Sendable {
         }
         do throws(HalcyonError) {
             try diskStorage.store(value: data, forKey: computedKey, expiration: expiration, metadata: metadata,
-                                  forcedExtension: forcedExtension, syncsWrites: syncsWrites)
+                                  forcedExtension: forcedExtension, extensionKey: extensionKey, syncsWrites: syncsWrites)
             return .success(())
         } catch {
             return .failure(error)
@@ -243,7 +244,7 @@ public final class ImageCache: Sendable {
         let result = await readQueue.run { () -> Result<DiskStorage.Entry?, HalcyonError> in
             do throws(HalcyonError) {
                 return .success(try self.diskStorage.entry(forKey: computed, forcedExtension: forcedExtension,
-                                                           includingExpired: includingExpired,
+                                                           extensionKey: key, includingExpired: includingExpired,
                                                            extendingExpiration: ExpirationExtending.none))
             } catch {
                 return .failure(error)
@@ -266,7 +267,7 @@ public final class ImageCache: Sendable {
         let result = await onQueue(ioQueue) { () -> Result<Bool, HalcyonError> in
             do throws(HalcyonError) {
                 return .success(try self.diskStorage.extendExpiration(forKey: computed, forcedExtension: forcedExtension,
-                                                                      to: expiration))
+                                                                      extensionKey: key, to: expiration))
             } catch {
                 return .failure(error)
             }
@@ -282,7 +283,7 @@ public final class ImageCache: Sendable {
     public func imageCachedType(forKey key: String, processorIdentifier identifier: String = "", forcedExtension: String? = nil) -> CacheType {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
         if memoryStorage.isCached(forKey: computed) { return .memory }
-        if diskStorage.isCached(forKey: computed, forcedExtension: forcedExtension) { return .disk }
+        if diskStorage.isCached(forKey: computed, forcedExtension: forcedExtension, extensionKey: key) { return .disk }
         return .none
     }
 
@@ -293,7 +294,7 @@ public final class ImageCache: Sendable {
 
     /// The path of the disk file for `key` and `processorIdentifier`, whether or not it exists.
     public func cachePath(forKey key: String, processorIdentifier identifier: String = "") -> String {
-        diskStorage.cacheFileURL(forKey: Self.computedKey(key, processorIdentifier: identifier)).path
+        diskStorage.cacheFileURL(forKey: Self.computedKey(key, processorIdentifier: identifier), extensionKey: key).path
     }
 
     /// The bytes taken by the disk cache, counted on the cache's queue.
@@ -331,7 +332,7 @@ public final class ImageCache: Sendable {
         ioQueue.async {
             let result: Result<Void, HalcyonError>
             do throws(HalcyonError) {
-                try self.diskStorage.remove(forKey: computed)
+                try self.diskStorage.remove(forKey: computed, extensionKey: key)
                 result = .success(())
             } catch {
                 result = .failure(error)

@@ -101,6 +101,11 @@ public final class HalcyonManager: Sendable {
     ///
     /// Cancelling the calling task cancels the retrieval (a download shared
     /// with other callers goes on for them) and throws `requestError(.taskCancelled)`.
+    /// `progressBlock` runs on the options' `.callbackQueue`, by default the
+    /// main queue (``CallbackQueue/mainCurrentOrAsync``), so a program that
+    /// does not run the main queue (see ``CallbackQueue``) should pass
+    /// `.callbackQueue(.untouch)` or a queue of its own; calls still queued
+    /// there may run after this returns.
     public func retrieveImage(
         with source: Source,
         options: HalcyonOptionsInfo? = nil,
@@ -125,6 +130,8 @@ public final class HalcyonManager: Sendable {
     /// A memory hit (and, with `.loadDiskFileSynchronously`, a disk hit) is
     /// delivered before this returns. `downloadTaskUpdated` is called with
     /// each new source tried after the first: a retry or an alternative source.
+    /// `progressBlock` runs on the callback queue too (default: the main queue,
+    /// which a server or command-line program must run, or pass `.callbackQueue(.untouch)`).
     @discardableResult
     public func retrieveImage(
         with source: Source,
@@ -181,6 +188,7 @@ public final class HalcyonManager: Sendable {
         progressBlock: DownloadProgressBlock?,
         attemptStarted: (@Sendable (Source) -> Void)?
     ) async throws(HalcyonError) -> RetrieveImageResult {
+        let progressBlock = progressBlock.map { Self.progress($0, on: options.callbackQueue) }
         var primary = source
         if isLowDataMode, let lowDataSource = options.lowDataModeSource {
             primary = lowDataSource
@@ -230,6 +238,12 @@ public final class HalcyonManager: Sendable {
                 }
             }
         }
+    }
+
+    /// `block` called on `queue` (Kingfisher calls download progress on the main queue by default).
+    private static func progress(_ block: @escaping DownloadProgressBlock, on queue: CallbackQueue) -> DownloadProgressBlock {
+        if case .untouch = queue { return block }
+        return { received, total in queue.execute { block(received, total) } }
     }
 
     // MARK: - One attempt

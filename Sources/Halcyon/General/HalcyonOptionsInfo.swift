@@ -50,6 +50,7 @@ public enum HalcyonOptionsInfoItem: Sendable {
     /// Only read the caches; a miss fails with `cacheError(.imageNotExisting)`.
     case onlyFromCache
     /// Changes each download request; returning nil fails with `requestError(.emptyRequest)`.
+    /// It runs before the URL is checked, so it may turn a placeholder URL into an http(s) one.
     case requestModifier(any AsyncImageDownloadRequestModifier)
     /// Decides about each redirect: follow, rewrite or block.
     case redirectHandler(any ImageDownloadRedirectHandler)
@@ -101,7 +102,8 @@ public enum HalcyonOptionsInfoItem: Sendable {
     case diskCacheAccessExtendingExpiration(ExpirationExtending)
     /// A file extension forced onto this image's cache file name.
     case forcedCacheFileExtension(String?)
-    /// Where completion handlers run. Default `.mainCurrentOrAsync`.
+    /// Where completion handlers and the manager's progress blocks run. Default `.mainCurrentOrAsync`
+    /// (the main dispatch queue, which the program must run; see ``CallbackQueue``).
     case callbackQueue(CallbackQueue)
 
     // MARK: Halcyon's own

@@ -3,7 +3,9 @@ import Foundation
 /// Changes a request before it is sent, possibly after awaiting something (a token refresh).
 ///
 /// Returning nil cancels the download with `HalcyonError.requestError(.emptyRequest)`.
-/// The modified URL is the coalescing key. Runs on a task of the cooperative pool.
+/// It sees the URL as given, before any check; only the URL it returns must be
+/// http(s) (`requestError(.invalidURL)` otherwise). The modified URL is the
+/// coalescing key. Runs on a task of the cooperative pool.
 public protocol AsyncImageDownloadRequestModifier: Sendable {
     /// Returns the request to send, or nil to refuse it.
     func modified(for request: ImageDownloadRequest) async -> ImageDownloadRequest?

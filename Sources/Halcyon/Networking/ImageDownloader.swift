@@ -171,9 +171,12 @@ public final class ImageDownloader: Sendable {
 
     /// Downloads and decodes the image at `url`, calling `completionHandler` once on `options.callbackQueue`.
     ///
-    /// Returns nil, after calling the handler with the error, when `url` is
-    /// not an http(s) URL or a synchronous request modifier refused it. Errors
-    /// are `HalcyonError` request, response or processor errors.
+    /// The request modifier sees `url` as given, and only the URL of the
+    /// request it returns must be an http(s) URL (`requestError(.invalidURL)`
+    /// otherwise); a modifier that returns nil fails with `requestError(.emptyRequest)`.
+    /// Returns nil, after calling the handler with the error, when the request
+    /// failed before it was sent and no asynchronous modifier was involved.
+    /// Errors are `HalcyonError` request, response or processor errors.
     @discardableResult
     public func downloadImage(
         with url: URL,
@@ -234,6 +237,10 @@ public final class ImageDownloader: Sendable {
     // MARK: - Registration
 
     /// Prepares the request and registers it; false when it failed at once (the handler was called).
+    ///
+    /// The request modifier runs first, on the URL as given (so it may turn a
+    /// placeholder into a real URL); only the URL of the request it returns
+    /// must be fetchable. A modifier that returns nil fails with `requestError(.emptyRequest)`.
     private func start(
         url: URL,
         options: DownloadOptions,
@@ -241,11 +248,7 @@ public final class ImageDownloader: Sendable {
         downloadTask: DownloadTask,
         completion: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void
     ) -> Bool {
-        let fail = { (error: HalcyonError) in options.callbackQueue.execute { completion(.failure(error)) } }
-        guard Self.isFetchable(url) else {
-            fail(.requestError(reason: .invalidURL(url: url)))
-            return false
-        }
+        let fail: @Sendable (HalcyonError) -> Void = { error in options.callbackQueue.execute { completion(.failure(error)) } }
         var request = ImageDownloadRequest(url: url)
         for (name, value) in httpHeaders.sorted(by: { $0.key < $1.key }) {
             request.setValue(value, forHTTPHeaderField: name)
@@ -253,8 +256,7 @@ public final class ImageDownloader: Sendable {
         let callback = SessionDataTask.Callback(options: options, decode: decode, completion: completion)
 
         guard let modifier = options.requestModifier else {
-            register(request, callback: callback, downloadTask: downloadTask)
-            return true
+            return registerIfFetchable(request, callback: callback, downloadTask: downloadTask, fail: fail)
         }
         if let syncModifier = modifier as? any ImageDownloadRequestModifier {
             let modify: (ImageDownloadRequest) -> ImageDownloadRequest? = syncModifier.modified(for:)
@@ -262,22 +264,27 @@ public final class ImageDownloader: Sendable {
                 fail(.requestError(reason: .emptyRequest))
                 return false
             }
-            guard Self.isFetchable(modified.url) else {
-                fail(.requestError(reason: .invalidURL(url: modified.url)))
-                return false
-            }
-            register(modified, callback: callback, downloadTask: downloadTask)
-            return true
+            return registerIfFetchable(modified, callback: callback, downloadTask: downloadTask, fail: fail)
         }
         Task {
             guard let modified = await modifier.modified(for: request) else {
                 return fail(.requestError(reason: .emptyRequest))
             }
-            guard Self.isFetchable(modified.url) else {
-                return fail(.requestError(reason: .invalidURL(url: modified.url)))
-            }
-            self.register(modified, callback: callback, downloadTask: downloadTask)
+            _ = self.registerIfFetchable(modified, callback: callback, downloadTask: downloadTask, fail: fail)
         }
+        return true
+    }
+
+    /// Registers `request` when its URL is an http(s) URL with a host; otherwise fails with `invalidURL` and returns false.
+    private func registerIfFetchable(
+        _ request: ImageDownloadRequest, callback: SessionDataTask.Callback, downloadTask: DownloadTask,
+        fail: (HalcyonError) -> Void
+    ) -> Bool {
+        guard Self.isFetchable(request.url) else {
+            fail(.requestError(reason: .invalidURL(url: request.url)))
+            return false
+        }
+        register(request, callback: callback, downloadTask: downloadTask)
         return true
     }
 
@@ -354,8 +361,36 @@ public final class ImageDownloader: Sendable {
         task.attach(Task { await self.run(task) })
     }
 
-    /// Runs one HTTP request, frees its slot, then decodes and delivers.
+    /// Runs one HTTP request, frees its slot, applies the delegate's data hook, reports the end, then decodes and delivers.
+    ///
+    /// The did-finish event comes once per request, after the data hook, so it
+    /// carries the hook's rejection as well as request and response failures.
     private func run(_ task: SessionDataTask) async {
+        let delegate = self.delegate
+        let fetched = await fetch(task, delegate: delegate)
+        let callbacks = task.complete()
+        let ready = state.withLock { state -> [SessionDataTask] in
+            if state.tasks[task.request.coalescingKey] === task { state.tasks[task.request.coalescingKey] = nil }
+            state.running -= 1
+            return Self.dequeueReady(&state)
+        }
+        ready.forEach(launch)
+
+        let result = fetched.flatMap { outcome in self.modifyData(outcome, url: task.url, delegate: delegate) }
+        delegate?.imageDownloader(
+            self, didFinishDownloadingImageForURL: task.url, with: try? fetched.get().response,
+            error: result.failure)
+        guard callbacks.contains(where: \.decode), case .success = result else {
+            return deliver(result, to: callbacks, url: task.url, delegate: delegate)
+        }
+        // Decoding blocks a thread; keep it off the cooperative pool so network tasks keep flowing.
+        processingQueue.execute {
+            self.deliver(result, to: callbacks, url: task.url, delegate: delegate)
+        }
+    }
+
+    /// Sends the HTTP request of `task`, telling the delegate first; a failure once shut down is `downloaderShutDown`.
+    private func fetch(_ task: SessionDataTask, delegate: (any ImageDownloaderDelegate)?) async -> Result<FetchOutcome, HalcyonError> {
         let setup = state.withLock { state -> (HTTPClient, FetchSettings)? in
             guard !state.isShutDown else { return nil }
             let client = state.client ?? Self.makeClient(poolSize: max(16, state.maxConcurrentDownloads))
@@ -366,41 +401,30 @@ public final class ImageDownloader: Sendable {
                 connectionGate: state.connectionGate)
             return (client, settings)
         }
-        let delegate = self.delegate
-        let result: Result<FetchOutcome, HalcyonError>
-        if let (client, settings) = setup {
-            delegate?.imageDownloader(self, willDownloadImageForURL: task.url, with: task.request)
-            let transport = HTTPTransport(
-                client: client, downloader: self, settings: settings, resumable: resumable, idleMonitor: idleMonitor)
-            let fetched = await transport.fetch(task)
-            let shutDown = state.withLock { $0.isShutDown }
-            if shutDown, case .failure = fetched {
-                result = .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
-            } else {
-                result = fetched
-            }
-        } else {
-            result = .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
+        guard let (client, settings) = setup else {
+            return .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
         }
+        delegate?.imageDownloader(self, willDownloadImageForURL: task.url, with: task.request)
+        let transport = HTTPTransport(
+            client: client, downloader: self, settings: settings, resumable: resumable, idleMonitor: idleMonitor)
+        let fetched = await transport.fetch(task)
+        if case .failure = fetched, state.withLock({ $0.isShutDown }) {
+            return .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
+        }
+        return fetched
+    }
 
-        let callbacks = task.complete()
-        let ready = state.withLock { state -> [SessionDataTask] in
-            if state.tasks[task.request.coalescingKey] === task { state.tasks[task.request.coalescingKey] = nil }
-            state.running -= 1
-            return Self.dequeueReady(&state)
+    /// The outcome with the delegate's data hook applied; nil or empty data from the hook fails with `responseError(.rejected)`.
+    private func modifyData(
+        _ outcome: FetchOutcome, url: URL, delegate: (any ImageDownloaderDelegate)?
+    ) -> Result<FetchOutcome, HalcyonError> {
+        guard let delegate else { return .success(outcome) }
+        guard let rewritten = delegate.imageDownloader(self, didDownload: outcome.data, for: url), !rewritten.isEmpty else {
+            return .failure(.responseError(reason: .rejected(url: url, message: "the delegate rejected the downloaded data")))
         }
-        ready.forEach(launch)
-
-        delegate?.imageDownloader(
-            self, didFinishDownloadingImageForURL: task.url, with: try? result.get().response,
-            error: result.failure)
-        guard callbacks.contains(where: \.decode), case .success = result else {
-            return deliver(result, to: callbacks, url: task.url, delegate: delegate)
-        }
-        // Decoding blocks a thread; keep it off the cooperative pool so network tasks keep flowing.
-        processingQueue.execute {
-            self.deliver(result, to: callbacks, url: task.url, delegate: delegate)
-        }
+        var modified = outcome
+        modified.data = rewritten
+        return .success(modified)
     }
 
     private static func makeClient(poolSize: Int) -> HTTPClient {
@@ -417,7 +441,7 @@ public final class ImageDownloader: Sendable {
 
     // MARK: - Delivery
 
-    /// Hands the outcome to every callback: the data hook once, decoding once per processor.
+    /// Hands the outcome (its data already through the delegate's hook) to every callback, decoding once per processor.
     private func deliver(
         _ result: Result<FetchOutcome, HalcyonError>,
         to callbacks: [SessionDataTask.Callback],
@@ -433,15 +457,7 @@ public final class ImageDownloader: Sendable {
         case .success(let value):
             outcome = value
         }
-        var data = outcome.data
-        if let delegate {
-            guard let rewritten = delegate.imageDownloader(self, didDownload: data, for: url), !rewritten.isEmpty else {
-                let error = HalcyonError.responseError(reason: .rejected(url: url, message: "the delegate rejected the downloaded data"))
-                callbacks.forEach { $0.deliver(.failure(error)) }
-                return
-            }
-            data = rewritten
-        }
+        let data = outcome.data
         let payload = DownloadPayload(image: nil, data: data, response: outcome.response, metrics: outcome.metrics)
 
         var groups: [DecodeKey: [SessionDataTask.Callback]] = [:]

@@ -18,7 +18,12 @@ public protocol ImageDownloaderDelegate: AnyObject, Sendable {
     /// The request is about to be sent (after the modifier, before credentials are added).
     func imageDownloader(_ downloader: ImageDownloader, willDownloadImageForURL url: URL, with request: ImageDownloadRequest)
 
-    /// The HTTP part ended, with the final response head when one arrived, and the error if it failed.
+    /// The download ended: once per HTTP request, after the data hook
+    /// (`imageDownloader(_:didDownload:for:)` with the `Data`) and before decoding.
+    ///
+    /// `response` is the final response head when one arrived; `error` is set
+    /// when the request, the response or the data hook failed (a hook that
+    /// rejects the data gives `responseError(.rejected)`).
     func imageDownloader(
         _ downloader: ImageDownloader, didFinishDownloadingImageForURL url: URL,
         with response: ImageDownloadResponse?, error: HalcyonError?)
@@ -28,7 +33,8 @@ public protocol ImageDownloaderDelegate: AnyObject, Sendable {
 
     /// The body arrived; return it (possibly rewritten) or nil to reject it.
     ///
-    /// A rejection fails every caller with `HalcyonError.responseError(.rejected)`.
+    /// A rejection (nil or empty data) fails every caller with
+    /// `HalcyonError.responseError(.rejected)`, and the did-finish event that follows carries that error.
     func imageDownloader(_ downloader: ImageDownloader, didDownload data: Data, for url: URL) -> Data?
 
     /// An image was decoded and processed from the downloaded data.

@@ -7,8 +7,9 @@ import Foundation
 /// manager with the prefetcher's options, so processors, retry strategy and
 /// caches apply. `progressBlock` runs after each item, `completionHandler`
 /// once at the end, both with the skipped, failed and completed lists.
-/// After ``stop()`` no new retrieval starts, in-flight ones are cancelled
-/// (and count as failed), and the completion handler runs. Thread-safe.
+/// After ``stop()`` no new retrieval starts, in-flight ones are cancelled,
+/// and the completion handler runs with every unfinished source (in flight
+/// or never started) among the failed, as in Kingfisher. Thread-safe.
 public final class ImagePrefetcher: Sendable {
     /// Progress with the resources skipped, failed and completed so far.
     public typealias PrefetcherProgressBlock = @Sendable (_ skipped: [any Resource], _ failed: [any Resource], _ completed: [any Resource]) -> Void
@@ -23,7 +24,7 @@ public final class ImagePrefetcher: Sendable {
     public enum ItemOutcome: Sendable {
         /// Already cached (`.memory` or `.disk`); not loaded again.
         case skipped(CacheType)
-        /// Retrieving failed (cancelled by ``stop()`` included).
+        /// Retrieving failed, or was cancelled or never started because of ``stop()`` (`requestError(.taskCancelled)`).
         case failed(HalcyonError)
         /// Retrieved and cached.
         case completed(RetrieveImageResult)
@@ -138,6 +139,10 @@ public final class ImagePrefetcher: Sendable {
     }
 
     /// Stops: nothing new starts, in-flight retrievals are cancelled, and the completion handler runs.
+    ///
+    /// Every source that had not finished, in flight or never started, is
+    /// reported as failed (to ``itemHandler`` with `requestError(.taskCancelled)`,
+    /// and in the completion's failed list); the progress block is not called for those never started.
     public func stop() {
         let (running, finishNow) = state.withLock { state -> ([Task<Void, Never>], Bool) in
             state.stopped = true
@@ -229,13 +234,26 @@ public final class ImagePrefetcher: Sendable {
         report(lists, progress: true)
     }
 
+    /// Reports the end once; after ``stop()``, every source without an outcome is counted as failed first.
     private func finish() {
-        let lists = state.withLock { state -> ([Int], [Int], [Int])? in
+        let outcome = state.withLock { state -> (lists: ([Int], [Int], [Int]), unstarted: [Int])? in
             guard !state.finished else { return nil }
             state.finished = true
-            return (state.skipped, state.failed, state.completed)
+            var unstarted: [Int] = []
+            if state.stopped {
+                let recorded = Set(state.skipped + state.failed + state.completed)
+                unstarted = sources.indices.filter { !recorded.contains($0) }
+                state.failed += unstarted
+            }
+            return (lists: (state.skipped, state.failed, state.completed), unstarted: unstarted)
         }
-        if let lists { report(lists, progress: false) }
+        guard let outcome else { return }
+        if let itemHandler = state.withLock({ $0.itemHandler }) {
+            for index in outcome.unstarted {
+                itemHandler(sources[index], .failed(.requestError(reason: .taskCancelled(url: sources[index].url))))
+            }
+        }
+        report(outcome.lists, progress: false)
     }
 
     private func report(_ lists: ([Int], [Int], [Int]), progress: Bool) {

@@ -3,9 +3,13 @@ import Dispatch
 
 /// Where a completion or progress callback runs.
 ///
-/// Kingfisher's `CallbackQueue`. On Linux the main queue is only drained by
-/// programs that run `dispatchMain()` or a run loop, so headless code should
-/// use ``untouch`` (the default of the downloader) or ``dispatch(_:)``.
+/// Kingfisher's `CallbackQueue`. ``HalcyonManager`` (and `.hc.setImage`) call
+/// completion handlers and progress blocks on ``mainCurrentOrAsync`` unless
+/// the options say otherwise. On Linux the main queue is the main dispatch
+/// queue, drained only while the program runs it: `dispatchMain()`, a
+/// `RunLoop.main.run()`, or an `async` main (whose main actor runs on it).
+/// A server or command-line program that blocks its main thread instead should
+/// pass `.callbackQueue(.untouch)` (the downloader's default) or ``dispatch(_:)``.
 public enum CallbackQueue: Sendable {
     /// Asynchronously on the main dispatch queue.
     case mainAsync

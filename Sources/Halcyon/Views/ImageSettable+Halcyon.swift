@@ -35,13 +35,11 @@ extension HalcyonWrapper where Base: ImageSettable {
         let identifier = state.issueIdentifier()
         let indicator = state.indicator
         indicator?.startAnimating()
+        // The manager calls progress on the callback queue.
         let progress: DownloadProgressBlock = { received, expected in
             guard state.isCurrent(identifier) else { return }
-            parsed.callbackQueue.execute {
-                guard state.isCurrent(identifier) else { return }
-                indicator?.setProgress(received: received, expected: expected)
-                progressBlock?(received, expected)
-            }
+            indicator?.setProgress(received: received, expected: expected)
+            progressBlock?(received, expected)
         }
         let task = manager.retrieveImage(with: source, options: options, progressBlock: progress) { result in
             guard state.finish(identifier) else {
