@@ -40,7 +40,7 @@ test-asan: deps
 
 ## test-tsan: the downloader, cache, manager, prefetcher and view-target tests (with the 1000-caller
 ##            stress test) under ThreadSanitizer (own build folder). Any report fails the run.
-TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests
+TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests|KingfisherParityTests
 test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=0 $(SWIFT) test --disable-xctest --no-parallel --sanitize=thread --scratch-path .build/tsan --filter '$(TSAN_SUITES)'
 
@@ -84,8 +84,10 @@ soak: deps
 	$(SWIFT) build -c release --product halcyon
 	HALCYON_BIN="$$($(SWIFT) build -c release --show-bin-path)/halcyon" bash scripts/soak.sh
 
-## bench-server: halcyon serve vs nginx (cached) and thumbor 7 (uncached) under wrk; appends to bench-results.md.
-## Needs wrk and nginx (apt) and thumbor (pip install thumbor; set THUMBOR=/path/to/thumbor if not on PATH).
+## bench-server: imgproxy's image-servers shape: halcyon serve vs thumbor 7 (2 processes, HTTP loader) resizing
+##               21 generated 2–12 MP sources from a loopback nginx to fit 512×512 in JPEG/PNG/WebP/AVIF, 2 and 8
+##               clients, BENCH_SECONDS (default 60) per side and cell, ROUNDS (default 1); plus cached responses vs
+##               nginx. Appends to bench-results.md. Needs wrk, nginx, libvips-tools (apt) and thumbor (pip).
 bench-server: deps
 	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release ServerBenchmark
 

@@ -58,6 +58,8 @@ int hc_has_operation(const char *name) {
 
 int hc_malloc_set_arena_max(int count) { return mallopt(M_ARENA_MAX, count) == 1 ? 0 : -1; }
 
+int hc_malloc_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes) == 1 ? 0 : -1; }
+
 void hc_malloc_trim(void) { malloc_trim(0); }
 
 /* MARK: - Loading */
@@ -441,9 +443,12 @@ int hc_webpsave(VipsImage *in, int quality, int lossless, void **buffer, size_t 
 }
 
 int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length) {
+    /* Effort 0 (libaom's fastest speed): on photographic 512 px images it
+     * encoded in about two thirds of effort 2's time, at the same error and
+     * 3% fewer bytes (measured with libheif 1.15 / libaom 3.6, see #16). */
     VipsImage *guarded = hc_cancel_guard(in);
     int result = vips_heifsave_buffer(guarded, buffer, length, "Q", quality, "lossless", lossless,
-                                "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 2,
+                                "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 0,
                                 NULL);
     g_object_unref(guarded);
     return result;

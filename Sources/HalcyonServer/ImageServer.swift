@@ -53,11 +53,13 @@ public final class ImageServer: Service {
             folder = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-server-\(UUID().uuidString)")
             ownedCacheFolder = folder
         }
-        let disk = try DiskStorage.Backend(config: DiskStorage.Config(
-            name: "halcyon-server", sizeLimit: UInt(max(0, configuration.diskCacheMegabytes)) * 1024 * 1024, directory: folder))
+        // The manager's own cache holds decoded images only when the operator asks for it
+        // (memoryCacheMegabytes > 0); results are kept encoded, in the response cache and on disk.
+        let disk = try DiskStorage.Backend(config: DiskStorage.Config(name: "halcyon-server", directory: folder))
         let memory = MemoryStorage.Backend<Image>(config: MemoryStorage.Config(totalCostLimit: configuration.memoryCacheMegabytes * 1024 * 1024))
         let manager = HalcyonManager(downloader: downloader, cache: ImageCache(memoryStorage: memory, diskStorage: disk))
-        service = try ImageService(configuration: configuration, manager: manager, metrics: ServerMetrics(), logger: logger)
+        let results = try ResultStorage(folder: folder, megabytes: configuration.diskCacheMegabytes)
+        service = try ImageService(configuration: configuration, manager: manager, results: results, metrics: ServerMetrics(), logger: logger)
     }
 
     /// The bound main port once listening.
@@ -136,7 +138,9 @@ public final class ImageServer: Service {
             return try await service.healthResponse()
         }
         if configuration.metricsPort == nil { addMetricsRoute(to: router) }
-        let images = router.group().add(middleware: SignatureMiddleware(signer: service.signer))
+        let images = router.group()
+            .add(middleware: CachedResponseMiddleware(service: service))
+            .add(middleware: SignatureMiddleware(signer: service.signer))
         images.get("**") { request, context in try await service.image(request, context: context) }
         images.head("**") { request, context in try await service.image(request, context: context) }
         for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
@@ -200,7 +204,10 @@ extension ImageServer {
         // glibc makes up to 8 malloc arenas per core, each keeping freed image
         // buffers: RSS grows far past the budgets under concurrent work. Two
         // arenas keep it near what is live (MALLOC_ARENA_MAX, if set, wins).
-        if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil { MallocTuning.limitArenas(to: 2) }
+        let environment = ProcessInfo.processInfo.environment
+        if environment["MALLOC_ARENA_MAX"] == nil { MallocTuning.limitArenas(to: 2) }
+        // Bodies and images of 256 KiB or more get their own mappings, handed back when freed.
+        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { MallocTuning.mapLargeAllocations(from: 256 << 10) }
         var logger = Logger(label: "halcyon.serve")
         logger.logLevel = logLevel
         let server = try ImageServer(configuration: configuration, logger: logger)

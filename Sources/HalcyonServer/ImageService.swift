@@ -31,15 +31,19 @@ public final class ImageService: Sendable {
     let signer: URLSigner?
     private let resolver: SourceResolver
     private let responses: ResponseCache
+    private let results: ResultStorage
     private let health: HealthMonitor
     private let logger: Logger
     /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
     private let encodeQueue = PipelineQueues.shared.encode
 
     /// Makes the handlers; `configuration` must have passed ``ServerConfiguration/validate()``.
-    public init(configuration: ServerConfiguration, manager: HalcyonManager, metrics: ServerMetrics, logger: Logger) throws(ServerConfiguration.ConfigurationError) {
+    init(
+        configuration: ServerConfiguration, manager: HalcyonManager, results: ResultStorage, metrics: ServerMetrics, logger: Logger
+    ) throws(ServerConfiguration.ConfigurationError) {
         self.configuration = configuration
         self.manager = manager
+        self.results = results
         self.metrics = metrics
         self.logger = logger
         let pairs = try configuration.keyPairs()
@@ -110,27 +114,30 @@ public final class ImageService: Sendable {
         // Output format: extension or f:, else Accept, else the source's.
         let explicit = parsed.outputExtension ?? options.format
         let negotiated = explicit == nil ? encodingPolicy.negotiatedFormat(accepting: request.headers[.accept]) : nil
-        let processor = options.processor(limits: decodingLimits)
-        let responseKey = "\(source.cacheKey)@\(processor?.identifier ?? "")#\((explicit ?? negotiated)?.rawValue ?? "source")#\(options.quality ?? 0)"
-
-        if let cached = responses.value(for: responseKey) {
-            metrics.cache("response")
-            context.record.cacheTier = "response"
-            return success(cached, request: request, varyAccept: explicit == nil)
-        }
-        try checkLocalSize(source)
-
         let memory = MemoryAdmission(
             budget: memoryBudget, options: options,
             maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000),
             wait: .seconds(configuration.queueTimeout))
         defer { memory.release() }
-        let guarded = memory.guarding(processor)
+        let processor = options.processor(limits: decodingLimits, admission: memory)
+        let responseKey = "\(source.cacheKey)@\(processor?.identifier ?? "")#\((explicit ?? negotiated)?.rawValue ?? "source")#\(options.quality ?? 0)"
+
+        let rawKey = Self.responseCacheKey(request)
+        // A local file is its own durable copy: only results of http(s) sources go to disk.
+        let storesResult = source.url.map { !$0.isFileURL } ?? false
+        if storesResult, let stored = await results.value(for: responseKey) {
+            metrics.cache("disk")
+            context.record.cacheTier = "disk"
+            return remember(stored, rawKey: rawKey, request: request, varyAccept: explicit == nil)
+        }
+        try checkLocalSize(source)
+
+        let guarded = processor ?? memory.guarding(nil)
         let entry = try await admission.run(on: context.channel) {
             try await self.produce(source: source, processor: guarded, explicit: explicit, negotiated: negotiated, quality: options.quality, record: context.record)
         }
-        responses.store(entry, for: responseKey)
-        return success(entry, request: request, varyAccept: explicit == nil)
+        if storesResult { results.store(entry, for: responseKey) }
+        return remember(entry, rawKey: rawKey, request: request, varyAccept: explicit == nil)
     }
 
     /// The parsed image path, or a 400 naming the problem.
@@ -168,16 +175,17 @@ public final class ImageService: Sendable {
     private func produce(
         source: Source, processor: any ImageProcessor, explicit: ImageFormat?, negotiated: ImageFormat?, quality: Int?, record: RequestRecord
     ) async throws -> ResponseCache.Entry {
+        // The service keeps results encoded (response cache, result storage); the manager
+        // keeps decoded images in memory only when the operator gave that cache a size.
         var items: HalcyonOptionsInfo = [
             .retryFailed,
             .maxPixelCount(decodingLimits.maxPixelCount),
             .maxFrameCount(decodingLimits.maxFrameCount),
             .callbackQueue(.untouch),
             .processor(processor),
+            .cacheMemoryOnly,
         ]
-        // A local file is its own durable copy: its results stay in memory, and
-        // the disk cache keeps what came over the network.
-        if case .provider = source { items.append(.cacheMemoryOnly) }
+        if configuration.memoryCacheMegabytes == 0 { items.append(.forceRefresh) }
         let started = ContinuousClock.now
         let result: RetrieveImageResult
         do {
@@ -232,7 +240,28 @@ public final class ImageService: Sendable {
 
     // MARK: - Responses
 
-    private func success(_ entry: ResponseCache.Entry, request: Request, varyAccept: Bool) -> Response {
+    /// The answer from the response cache for a request as sent (path and `Accept`), or nil.
+    ///
+    /// Runs before the path is parsed and its signature checked: an entry is
+    /// only ever stored under a path that passed both. A request with a body
+    /// is not answered here (the image handler refuses it).
+    func cachedResponse(for request: Request, context: ServerRequestContext) -> Response? {
+        guard request.headers[.contentLength] == nil, request.headers[.transferEncoding] == nil,
+              let entry = responses.value(for: Self.responseCacheKey(request)) else { return nil }
+        context.record.route = "image"
+        context.record.cacheTier = "response"
+        metrics.cache("response")
+        return respond(entry, request: request)
+    }
+
+    /// The response cache's key: the path as sent and the `Accept` header.
+    static func responseCacheKey(_ request: Request) -> String {
+        request.uri.path + "\n" + (request.headers[.accept] ?? "")
+    }
+
+    /// Builds the entry's headers once, keeps it in the response cache and answers with it.
+    private func remember(_ entry: ResponseCache.Entry, rawKey: String, request: Request, varyAccept: Bool) -> Response {
+        var entry = entry
         var headers = HTTPFields()
         headers[.eTag] = entry.etag
         headers[.lastModified] = entry.lastModified
@@ -240,12 +269,20 @@ public final class ImageService: Sendable {
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
         headers[.xContentTypeOptions] = "nosniff"
         if varyAccept { headers[.vary] = "Accept" }
+        entry.headers = headers
+        responses.store(entry, for: rawKey)
+        return respond(entry, request: request)
+    }
+
+    /// A 304 when `If-None-Match` matches, else a 200 sharing the entry's buffer.
+    private func respond(_ entry: ResponseCache.Entry, request: Request) -> Response {
+        var headers = entry.headers
         if let match = request.headers[.ifNoneMatch], Self.matches(match, etag: entry.etag) {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentType] = entry.contentType
-        headers[.contentLength] = String(entry.body.count)
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: entry.body)))
+        headers[.contentLength] = String(entry.buffer.readableBytes)
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: entry.buffer))
     }
 
     // MARK: - Helpers

@@ -24,19 +24,21 @@ final class MemoryAdmission: Sendable {
     }
 
     /// `base` (or plain decoding) behind the admission check; same identifier, so caching and coalescing are unchanged.
+    ///
+    /// For a chain that starts with the resize step, which opens the source
+    /// once and calls ``admit(_:)`` itself, use that chain as it is.
     func guarding(_ base: (any ImageProcessor)?) -> any ImageProcessor {
         let processor = base ?? DefaultImageProcessor.default
         return GeneralProcessor(identifier: base?.identifier ?? "") { item, parsed throws(HalcyonError) in
             if case .data(let data) = item {
-                try self.admit(data, decoding: parsed.decodingOptions)
+                try self.admit(ImageDecoder.open(data, options: parsed.decodingOptions))
             }
             return try processor.process(item: item, options: parsed)
         }
     }
 
-    /// Checks the result's size and reserves the estimate for `data`; throws before any decoding.
-    func admit(_ data: Data, decoding: ImageDecodingOptions) throws(HalcyonError) {
-        let header = try ImageDecoder.probe(data, options: decoding)
+    /// Checks the result's size and reserves the estimate for an opened source; throws before any decoding.
+    func admit(_ header: ImageDecoder.OpenedImage) throws(HalcyonError) {
         let frames = max(1, header.frameCount)
         let plan = Self.plan(options: options, width: header.width, height: header.height, format: header.format)
         guard plan.resultPixels * frames <= maxResultPixels else {

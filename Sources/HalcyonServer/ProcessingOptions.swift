@@ -181,16 +181,26 @@ public struct ProcessingOptions: Sendable, Hashable {
 
     /// The processor chain for these options, nil when nothing is asked; its identifier encodes every option.
     public func processor(limits: ImageDecodingOptions) -> (any ImageProcessor)? {
+        processor(limits: limits, admission: nil)
+    }
+
+    /// The chain with `admission` checked before any decoding: by the resize
+    /// step, which opens the source once for the check and the decode, or around
+    /// the whole chain when there is no resize. Same identifier as without it.
+    func processor(limits: ImageDecodingOptions, admission: MemoryAdmission?) -> (any ImageProcessor)? {
         var steps: [any ImageProcessor] = []
-        if width > 0 || height > 0 {
-            steps.append(ThumbnailStep(mode: resizeMode, width: width, height: height, gravity: gravity, limits: limits).processor)
+        let resizes = width > 0 || height > 0
+        if resizes {
+            steps.append(ThumbnailStep(mode: resizeMode, width: width, height: height, gravity: gravity, limits: limits,
+                                       admission: admission).processor)
         }
         if let blur, blur > 0 { steps.append(BlurImageProcessor(blurRadius: CGFloat(blur))) }
         if blackWhite { steps.append(BlackWhiteProcessor()) }
         if let tint { steps.append(TintImageProcessor(tint: tint)) }
         if let round, round > 0 { steps.append(RoundCornerImageProcessor(cornerRadius: CGFloat(round))) }
-        guard var chain = steps.first else { return nil }
+        guard var chain = steps.first else { return admission.map { $0.guarding(nil) } }
         for step in steps.dropFirst() { chain = chain |> step }
+        if let admission, !resizes { return admission.guarding(chain) }
         return chain
     }
 }
@@ -205,6 +215,8 @@ struct ThumbnailStep: Sendable {
     let height: Int
     let gravity: ProcessingOptions.Gravity
     let limits: ImageDecodingOptions
+    /// Checked with the opened source before any pixel is decoded.
+    var admission: MemoryAdmission? = nil
 
     var processor: GeneralProcessor {
         let step = self
@@ -244,7 +256,8 @@ struct ThumbnailStep: Sendable {
             image = decoded
         case .data(let data):
             var decoding = options.decodingOptions
-            let header = try ImageDecoder.probe(data, options: decoding)
+            let header = try ImageDecoder.open(data, options: decoding)
+            try admission?.admit(header)
             // Either orientation (EXIF may swap the sides): take the larger scale so the shrink never undershoots.
             let upright = target(sourceWidth: header.width, sourceHeight: header.height)
             let turned = target(sourceWidth: header.height, sourceHeight: header.width)
@@ -255,7 +268,7 @@ struct ThumbnailStep: Sendable {
                 decoding.downsampleSize = CGSize(width: box, height: box)
                 decoding.downsamplingMode = .loaderOnly
             }
-            image = try ImageDecoder.decode(data, options: decoding)
+            image = try ImageDecoder.decode(header, options: decoding)
             // The output size comes from the source's size, not the shrunk intermediate.
             // A square intermediate (rounding of a near-square source) says nothing about rotation.
             let rotated = header.width != header.height && image.width != image.height

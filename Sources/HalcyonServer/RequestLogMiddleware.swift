@@ -35,15 +35,20 @@ struct RequestLogMiddleware: RouterMiddleware {
         metrics.request(route: record.route, status: status)
         metrics.total(elapsed)
         if let code = record.errorCode { metrics.error(code: code) }
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        let line: Logger.Message = """
-            \(request.method) \(Self.loggedPath(request.uri.path, route: record.route)) \(status) \
-            \(response.headers[.contentLength] ?? "0") B \(String(format: "%.1f", milliseconds)) ms \
-            cache=\(record.cacheTier ?? "-")\(record.errorCode.map { " error=\($0)" } ?? "")
-            """
         let routine = record.route == "health" || record.route == "metrics"
-        logger.log(level: status >= 400 ? .notice : routine ? .debug : .info, line)
+        // The message is an autoclosure: nothing is formatted unless the level is logged.
+        logger.log(level: status >= 400 ? .notice : routine ? .debug : .info, """
+            \(request.method) \(Self.loggedPath(request.uri.path, route: record.route)) \(status) \
+            \(response.headers[.contentLength] ?? "0") B \(Self.milliseconds(elapsed)) ms \
+            cache=\(record.cacheTier ?? "-")\(record.errorCode.map { " error=\($0)" } ?? "")
+            """)
         return response
+    }
+
+    /// A duration in milliseconds with one decimal.
+    static func milliseconds(_ elapsed: Duration) -> String {
+        let value = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        return String(format: "%.1f", value)
     }
 
     /// The path as logged: an image path without its signature (the first segment), others as they are.

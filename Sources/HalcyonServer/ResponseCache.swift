@@ -1,14 +1,22 @@
 import Foundation
 import Halcyon
+import Hummingbird
+import NIOCore
 
 /// Encoded responses kept in memory, so a repeated request costs a lookup,
 /// not an encode. Least-recently-used entries go first past the byte limit;
 /// entries expire after `lifetime`. One lock.
+///
+/// The service keys it by the request as sent (path and `Accept`), so a hit
+/// is answered before the path is parsed or its signature checked again: the
+/// same path was verified when the entry was made.
 public final class ResponseCache: Sendable {
     /// One encoded answer.
     public struct Entry: Sendable {
         /// The body.
         public let body: Data
+        /// The body as a NIO buffer, made once; responses share its storage.
+        public let buffer: ByteBuffer
         /// Its content type.
         public let contentType: String
         /// The strong ETag, quoted.
@@ -17,10 +25,13 @@ public final class ResponseCache: Sendable {
         public let created: Date
         /// `created` as an HTTP date, for `Last-Modified` (formatted once, not per request).
         public let lastModified: String
+        /// The headers of a 304 for this entry (the service fills them in once).
+        public var headers = HTTPFields()
 
         /// Makes an entry made now.
         public init(body: Data, contentType: String, etag: String, created: Date = Date()) {
             self.body = body
+            buffer = ByteBuffer(bytes: body)
             self.contentType = contentType
             self.etag = etag
             self.created = created

@@ -65,15 +65,16 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var maxConnections = ServerConfiguration.defaultMaxConnections
     /// `Cache-Control: max-age` of successful responses, seconds. Default 31536000.
     public var cacheMaxAge = 31_536_000
-    /// Folder of the disk cache of processed results of http(s) sources (results
+    /// Folder of the disk cache of encoded results of http(s) sources (results
     /// of local files stay in memory); nil uses a folder in the temporary directory.
     public var cacheDirectory: String?
     /// Disk cache size limit in MiB; 0 is unlimited. Default 1024.
     public var diskCacheMegabytes = 1024
-    /// Memory cache of processed images in MiB. Default 256.
-    public var memoryCacheMegabytes = 256
-    /// Encoded responses kept in memory, MiB. Default 64.
-    public var responseCacheMegabytes = 64
+    /// Decoded processed images kept in memory, MiB, for requests that differ only in
+    /// output format or quality. Default 0: none (results are kept encoded instead).
+    public var memoryCacheMegabytes = 0
+    /// Encoded responses kept in memory, MiB. Default 16.
+    public var responseCacheMegabytes = 16
 
     /// Makes the defaults.
     public init() {}
@@ -136,6 +137,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard maxInFlight > 0, maxQueue >= 0, maxResultDimension > 0, maxSourceBytes > 0, maxSourceMegapixels > 0, maxFrames > 0,
               maxResultMegapixels > 0, memoryBudgetMegabytes > 0, maxConnections > 0 else {
             throw ConfigurationError(message: "limits must be positive")
+        }
+        guard diskCacheMegabytes >= 0, memoryCacheMegabytes >= 0, responseCacheMegabytes >= 0 else {
+            throw ConfigurationError(message: "cache sizes must not be negative")
         }
         guard queueTimeout >= 0, shutdownTimeout >= 0, idleTimeout > 0, headerTimeout > 0 else {
             throw ConfigurationError(message: "timeouts must not be negative (idle and header timeouts above 0)")

@@ -251,6 +251,15 @@ for client in shownClients where client != curlClient {
     recordSummary(benchmark: "Download", comparison: "\(client) vs curl --parallel (images/s)",
                   result: String(format: "%.2f× the throughput", Double(m.images) / m.seconds / curlRate), goal: "—", met: nil)
 }
+let rawMedian = median(results[clients[3]]!)
+let rawRate = Double(rawMedian.images) / rawMedian.seconds
+for client in clients.prefix(2) {
+    let m = median(results[client]!)
+    let ratio = Double(m.images) / m.seconds / rawRate
+    print(String(format: "%@ vs bare AsyncHTTPClient: %.2f×", client, ratio))
+    recordSummary(benchmark: "Download", comparison: "\(client) vs bare AsyncHTTPClient (images/s)",
+                  result: String(format: "%.2f× the throughput", ratio), goal: "≥ 0.9×", met: ratio >= 0.9)
+}
 
 await downloader.shutdown()
 try await rawClient.shutdown()

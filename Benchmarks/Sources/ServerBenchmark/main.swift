@@ -1,268 +1,79 @@
-// Server benchmark: `halcyon serve` under wrk on loopback, side by side in one run with
-// (a) nginx serving the very same thumbnail bytes from disk (cached thumbnail req/s), and
-// (b) thumbor 7 with its file loader (uncached 4 MP → 500 px JPEG req/s).
+// Server benchmark, in the shape of imgproxy's image-servers-benchmark, side by side in one run:
 //
-// The Halcyon server runs in a child process (this executable with `--serve`, which is exactly
-// what `halcyon serve` runs), so its peak RSS is its own. nginx and thumbor configs are written
-// at run time into a temporary folder. Uncached runs use one distinct path per request (hard
-// links to the same 4 MP JPEG), so neither server can answer from a cache.
+// - Uncached: `halcyon serve` (default settings) and thumbor 7 (2 processes, HTTP loader, PIL
+//   engine, no storage, no AUTO_WEBP) resize 21 generated photographic-looking sources
+//   (2–12 MP JPEG, PNG, WebP) fetched from a loopback nginx origin to fit 512×512: JPEG q80,
+//   PNG as PNG, WebP q75, AVIF q65 (from the JPEG sources). Every request has a distinct
+//   source path (`/c<cell>x<n>/<file>`, which nginx maps to the file), so no cache answers.
+//   Each cell (format × clients) runs wrk for BENCH_SECONDS (default 60) per side, the sides
+//   alternating which goes first; ROUNDS (default 1) repeats all cells and reports the spread.
+//   Peak RSS is per cell (reset through /proc/PID/clear_refs), summed over each process tree.
+// - Output check: dimensions and PSNR of both servers' results against a `vips thumbnail` reference.
+// - Cached: one result served repeatedly by halcyon serve vs the same bytes from nginx.
 //
-// Environment: THUMBOR (thumbor executable, default `thumbor`), NGINX (default `nginx`),
-// WRK (default `wrk`), BENCH_SECONDS (default 10), BENCH_CONNECTIONS (default 16),
-// BENCH_RESULTS (append the markdown table to this file).
+// The Halcyon server runs in a child process (this executable with `--serve`, which runs exactly
+// what `halcyon serve` runs), so its RSS is its own.
+//
+// Environment: THUMBOR, NGINX, WRK (executables), BENCH_SECONDS, ROUNDS, BENCH_CLIENTS ("2,8"),
+// BENCH_FORMATS ("jpeg,png,webp,avif"), CACHED_SECONDS (20), BENCH_RESULTS, BENCH_SUMMARY.
 import BenchmarkSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Halcyon
 import HalcyonServer
 
-// MARK: - Child mode: the server
+// MARK: - Child mode: the server with default settings
 
-let arguments = CommandLine.arguments
-if arguments.count >= 4, arguments[1] == "--serve" {
+if CommandLine.arguments.count >= 4, CommandLine.arguments[1] == "--serve" {
     var configuration = ServerConfiguration()
     configuration.insecure = true
-    configuration.port = Int(arguments[2]) ?? 0
-    configuration.localRoot = arguments[3]
-    configuration.cacheDirectory = arguments.count > 4 ? arguments[4] : nil
-    configuration.maxInFlight = 64
+    configuration.allowLoopback = true
+    configuration.port = Int(CommandLine.arguments[2]) ?? 0
+    configuration.cacheDirectory = CommandLine.arguments[3]
     try await ImageServer.runUntilSignalled(configuration: configuration, logLevel: .error)
     exit(0)
 }
 
-// MARK: - Helpers
+// MARK: - Settings
+
 
 let environment = ProcessInfo.processInfo.environment
-let seconds = Int(environment["BENCH_SECONDS"] ?? "") ?? 10
-let connections = Int(environment["BENCH_CONNECTIONS"] ?? "") ?? 16
+let seconds = Int(environment["BENCH_SECONDS"] ?? "") ?? 60
+let rounds = max(1, Int(environment["ROUNDS"] ?? "") ?? 1)
+let clientCounts = (environment["BENCH_CLIENTS"] ?? "2,8").split(separator: ",").compactMap { Int($0) }
+let formats = (environment["BENCH_FORMATS"] ?? "jpeg,png,webp,avif").split(separator: ",").map(String.init)
+let cachedSeconds = Int(environment["CACHED_SECONDS"] ?? "") ?? 20
 let cores = ProcessInfo.processInfo.activeProcessorCount
-let wrkThreads = max(1, min(cores, 2))
 let work = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-server-bench-\(getpid())")
+let quality = ["jpeg": 80, "png": 0, "webp": 75, "avif": 65]
+let sides = ["halcyon serve", "thumbor"]
 
-func which(_ name: String) -> String? {
-    if name.contains("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
-    let found = (try? run("/bin/sh", ["-c", "PATH=\"$PATH:/usr/sbin:/sbin\" command -v \(name)"]))?
-        .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-    return found.hasPrefix("/") ? found : nil
+guard let wrkPath = which(environment["WRK"] ?? "wrk"), let nginxPath = which(environment["NGINX"] ?? "nginx") else {
+    print("wrk and nginx are needed: apt-get install wrk nginx")
+    exit(1)
 }
-
-@discardableResult
-func run(_ path: String, _ args: [String], output: Bool = true) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = args
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+guard let thumborPath = which(environment["THUMBOR"] ?? "thumbor") else {
+    print("thumbor not found: pip install thumbor")
+    exit(1)
 }
-
-func start(_ path: String, _ args: [String], log: URL) throws -> Process {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = args
-    FileManager.default.createFile(atPath: log.path, contents: nil)
-    let handle = try FileHandle(forWritingTo: log)
-    process.standardOutput = handle
-    process.standardError = handle
-    try process.run()
-    return process
-}
-
-func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// GETs a URL on loopback with a raw socket-free helper: curl is not assumed, so use URLSession-free Foundation.
-func fetch(_ url: String, attempts: Int = 100) -> (Int, Data)? {
-    for _ in 0..<attempts {
-        let semaphore = DispatchSemaphore(value: 0)
-        let box = ResultBox()
-        guard let target = URL(string: url) else { return nil }
-        var request = URLRequest(url: target)
-        request.timeoutInterval = 30
-        URLSession.shared.dataTask(with: request) { data, response, _ in
-            if let response = response as? HTTPURLResponse, let data { box.set((response.statusCode, data)) }
-            semaphore.signal()
-        }.resume()
-        semaphore.wait()
-        if let result = box.get() { return result }
-        usleep(200_000)
-    }
-    return nil
-}
-
-/// The answer of one fetch, handed from URLSession's queue; one lock.
-final class ResultBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: (Int, Data)?
-    func set(_ new: (Int, Data)) { lock.lock(); value = new; lock.unlock() }
-    func get() -> (Int, Data)? { lock.lock(); defer { lock.unlock() }; return value }
-}
-
-/// A process and all its descendants, from /proc.
-func processTree(_ root: Int32) -> [Int32] {
-    let all = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { Int32($0) } ?? []
-    var children: [Int32: [Int32]] = [:]
-    for pid in all {
-        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-           let close = stat.lastIndex(of: ")") {
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, let parent = Int32(fields[1]) { children[parent, default: []].append(pid) }
-        }
-    }
-    var result: [Int32] = []
-    var pending = [root]
-    while let pid = pending.popLast() {
-        guard !result.contains(pid) else { continue }
-        result.append(pid)
-        pending += children[pid] ?? []
-    }
-    return result
-}
-
-/// Peak RSS (VmHWM) in MiB of a process and all its descendants, summed.
-func peakRSS(of root: Int32) -> Double {
-    var total = 0.0
-    for pid in processTree(root) {
-        if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-           let kb = Double(line.split(separator: " ").dropFirst().first ?? "") {
-            total += kb / 1024
-        }
-    }
-    return total
-}
-
-/// Sends SIGTERM to a process and its descendants, then waits for it.
-func terminateTree(_ process: Process) {
-    for pid in processTree(process.processIdentifier).reversed() { kill(pid, SIGTERM) }
-    process.waitUntilExit()
-}
-
-struct WrkResult {
-    var requestsPerSecond: Double
-    var latency: String
-    var requests: Int
-    var errors: String
-}
-
-func wrk(_ wrkPath: String, url: String, script: URL? = nil) throws -> WrkResult {
-    var args = ["-t\(wrkThreads)", "-c\(connections)", "-d\(seconds)s", "--latency"]
-    if let script { args += ["-s", script.path] }
-    args.append(url)
-    let text = try run(wrkPath, args)
-    func value(after label: String) -> String? {
-        text.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(label) }
-            .map { $0.trimmingCharacters(in: .whitespaces).dropFirst(label.count).trimmingCharacters(in: .whitespaces) }
-    }
-    let rps = Double(value(after: "Requests/sec:") ?? "") ?? 0
-    let p50 = value(after: "50%") ?? "?"
-    let total = text.split(separator: "\n").first { $0.contains("requests in") }
-        .flatMap { Int($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") } ?? 0
-    let errors = [value(after: "Non-2xx or 3xx responses:"), value(after: "Socket errors:")].compactMap { $0 }.joined(separator: "; ")
-    return WrkResult(requestsPerSecond: rps, latency: p50, requests: total, errors: errors.isEmpty ? "none" : errors)
-}
-
-/// A wrk script that walks a list of paths, one per request, in order.
-func pathScript(_ paths: [String], name: String) throws -> URL {
-    let url = work.appendingPathComponent("\(name).lua")
-    var lua = "local paths = {\n"
-    for path in paths { lua += "  \"\(path)\",\n" }
-    // Each wrk thread takes every n-th path from its own offset, so no two requests share a path.
-    lua += "}\nlocal threads = 0\nlocal counter = 0\n"
-    lua += "setup = function(thread) thread:set(\"id\", threads); threads = threads + 1 end\n"
-    lua += "request = function()\n  counter = counter + 1\n"
-    lua += "  local index = ((counter - 1) * \(wrkThreads) + (id or 0)) % #paths + 1\n"
-    lua += "  return wrk.format(\"GET\", paths[index])\nend\n"
-    try lua.write(to: url, atomically: true, encoding: .utf8)
-    return url
-}
-
-// MARK: - Inputs
-
-guard let wrkPath = which(environment["WRK"] ?? "wrk") else {
-    print("wrk not found: apt-get install wrk")
+guard let vipsPath = which("vips") else {
+    print("the vips CLI is needed for the sources and the output check: apt-get install libvips-tools")
     exit(1)
 }
 try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: work) }
-let images = work.appendingPathComponent("images")
-try FileManager.default.createDirectory(at: images, withIntermediateDirectories: true)
 
-print("==> making a 2000×2000 (4 MP) JPEG")
-let side = 2000
-var pixels = [UInt8](repeating: 255, count: side * side * 4)
-var seed: UInt32 = 0x9E37_79B9
-for y in 0..<side {
-    for x in 0..<side {
-        seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5
-        let noise = Int(seed & 31) - 16
-        let offset = (y * side + x) * 4
-        let wave = Int(60 * sin(Double(x) / 180) * cos(Double(y) / 140))
-        pixels[offset] = UInt8(clamping: x * 255 / side + noise + wave)
-        pixels[offset + 1] = UInt8(clamping: y * 255 / side + noise - wave)
-        pixels[offset + 2] = UInt8(clamping: (x + y) / 40 % 256 + noise)
-    }
-}
-let photo = try Image(rgbaPixels: pixels, width: side, height: side).encoded(as: .jpeg(quality: 85))
-let original = images.appendingPathComponent("photo.jpg")
-try photo.write(to: original)
-// One copy per uncached request: distinct paths (distinct cache keys). Copies, not hard links:
-// halcyon serve refuses local files with more than one link (403 hard_linked). BENCH_LINKS sets
-// how many (disk use is that many times the photo); the summary warns when wrk needed more.
-let linkCount = Int(environment["BENCH_LINKS"] ?? "") ?? 1500
-for index in 0..<linkCount {
-    try FileManager.default.copyItem(at: original, to: images.appendingPathComponent(String(format: "p%05d.jpg", index)))
-}
+// MARK: - Sources and the nginx origin
 
-// MARK: - Halcyon
+let sourceFolder = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-bench-sources-v2")
+print("==> generating the source set in \(sourceFolder.path)")
+let sources = try SourceSet.make(in: sourceFolder, vips: vipsPath)
+for source in sources { print("    \(source.name) \(source.width)×\(source.height) \(source.bytes / 1024) KiB") }
 
-let halcyonPort = freePort()
-let cacheFolder = work.appendingPathComponent("halcyon-cache")
-let halcyon = try start(CommandLine.arguments[0], ["--serve", String(halcyonPort), images.path, cacheFolder.path],
-                        log: work.appendingPathComponent("halcyon.log"))
-defer { if halcyon.isRunning { halcyon.terminate() } }
-let halcyonBase = "http://127.0.0.1:\(halcyonPort)"
-func halcyonPath(_ file: String) -> String { "/insecure/w:500/q:80/plain/local:%2F%2F\(file)@jpg" }
-guard let (status, thumbnail) = fetch(halcyonBase + halcyonPath("photo.jpg")), status == 200 else {
-    print("halcyon serve did not answer; log: \((try? String(contentsOf: work.appendingPathComponent("halcyon.log"), encoding: .utf8)) ?? "")")
-    exit(1)
-}
-let thumbInfo = try ImageDecoder.probe(thumbnail)
-print("==> halcyon thumbnail: \(thumbInfo.width)×\(thumbInfo.height), \(thumbnail.count) bytes")
-
-// MARK: - nginx with the same bytes
-
-let halcyonCached = try wrk(wrkPath, url: halcyonBase + halcyonPath("photo.jpg"))
-print("halcyon cached: \(halcyonCached)")
-
-var nginxCached: WrkResult?
-var nginxRSS = 0.0
-if let nginxPath = which(environment["NGINX"] ?? "nginx") {
-    let root = work.appendingPathComponent("nginx-root")
-    try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-    try thumbnail.write(to: root.appendingPathComponent("thumb.jpg"))
-    chmod(work.path, 0o755); chmod(root.path, 0o755); chmod(root.appendingPathComponent("thumb.jpg").path, 0o644)
-    let port = freePort()
-    let conf = work.appendingPathComponent("nginx.conf")
+/// nginx config: the origin (any `/PREFIX/FILE` serves FILE) and the cached-bytes server.
+func nginxConfig(originPort: Int, cachedPort: Int, cachedRoot: URL) -> String {
     let user = getuid() == 0 ? "user root;\n" : ""
-    try """
-    \(user)worker_processes \(cores);
+    return """
+    \(user)worker_processes 1;
     daemon off;
     pid \(work.path)/nginx.pid;
     error_log \(work.path)/nginx-error.log;
@@ -277,101 +88,215 @@ if let nginxPath = which(environment["NGINX"] ?? "nginx") {
       fastcgi_temp_path \(work.path)/nginx-fastcgi;
       uwsgi_temp_path \(work.path)/nginx-uwsgi;
       scgi_temp_path \(work.path)/nginx-scgi;
-      types { image/jpeg jpg; }
+      types { image/jpeg jpg; image/png png; image/webp webp; image/avif avif; }
       server {
-        listen 127.0.0.1:\(port);
-        root \(root.path);
+        listen 127.0.0.1:\(originPort);
+        root \(sourceFolder.path);
+        rewrite ^/[^/]+/(.+)$ /$1 break;
+      }
+      server {
+        listen 127.0.0.1:\(cachedPort);
+        root \(cachedRoot.path);
         etag on;
         add_header Cache-Control "public, max-age=31536000";
       }
     }
-    """.write(to: conf, atomically: true, encoding: .utf8)
-    let nginx = try start(nginxPath, ["-c", conf.path, "-p", work.path], log: work.appendingPathComponent("nginx.log"))
-    if let (status, body) = fetch("http://127.0.0.1:\(port)/thumb.jpg"), status == 200, body == thumbnail {
-        nginxCached = try wrk(wrkPath, url: "http://127.0.0.1:\(port)/thumb.jpg")
-        nginxRSS = peakRSS(of: nginx.processIdentifier)
-        print("nginx: \(nginxCached!)")
-    } else {
-        print("nginx did not serve the thumbnail; skipped")
-    }
-    terminateTree(nginx)
-} else {
-    print("nginx not found: apt-get install nginx; skipped")
+    """
+}
+let cachedRoot = work.appendingPathComponent("nginx-cached")
+try FileManager.default.createDirectory(at: cachedRoot, withIntermediateDirectories: true)
+for folder in [work, cachedRoot, sourceFolder] { chmod(folder.path, 0o755) }
+let originPort = freePort(), cachedPort = freePort()
+try nginxConfig(originPort: originPort, cachedPort: cachedPort, cachedRoot: cachedRoot)
+    .write(to: work.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+let nginx = try start(nginxPath, ["-c", work.appendingPathComponent("nginx.conf").path, "-p", work.path],
+                      log: work.appendingPathComponent("nginx.log"))
+defer { terminateTree(nginx) }
+/// Stops every server this run started (`exit` skips `defer`), then exits with status 1.
+func fail(_ message: String, servers: [Process] = []) -> Never {
+    print(message)
+    for process in servers + [nginx] where process.isRunning { terminateTree(process) }
+    try? FileManager.default.removeItem(at: work)
+    exit(1)
+}
+guard let (originStatus, _) = fetch("http://127.0.0.1:\(originPort)/c0x0/\(sources[0].name)"), originStatus == 200 else {
+    fail("the nginx origin did not serve the sources")
 }
 
-// MARK: - Uncached: halcyon vs thumbor
+// MARK: - The two servers
 
-let halcyonScript = try pathScript((0..<linkCount).map { halcyonPath(String(format: "p%05d.jpg", $0)) }, name: "halcyon")
-let halcyonUncached = try wrk(wrkPath, url: halcyonBase, script: halcyonScript)
-let halcyonRSS = peakRSS(of: halcyon.processIdentifier)
-print("halcyon uncached: \(halcyonUncached)")
+let halcyonPort = freePort(), thumborPort = freePort()
+let halcyon = try start(CommandLine.arguments[0], ["--serve", String(halcyonPort), work.appendingPathComponent("halcyon-cache").path],
+                        log: work.appendingPathComponent("halcyon.log"))
+defer { if halcyon.isRunning { terminateTree(halcyon) } }
+let thumborVersion = (try? run(thumborPath, ["--version"]))?.split(separator: "\n").first.map(String.init) ?? "thumbor"
+try """
+LOADER = 'thumbor.loaders.http_loader'
+STORAGE = 'thumbor.storages.no_storage'
+RESULT_STORAGE = None
+AUTO_WEBP = False
+QUALITY = 80
+WEBP_QUALITY = 75
+AVIF_QUALITY = 65
+ALLOW_UNSAFE_URL = True
+""".write(to: work.appendingPathComponent("thumbor.conf"), atomically: true, encoding: .utf8)
+let thumbor = try start(thumborPath, ["-p", String(thumborPort), "-i", "127.0.0.1", "-c", work.appendingPathComponent("thumbor.conf").path,
+                                      "-l", "error", "--processes", "2"], log: work.appendingPathComponent("thumbor.log"))
+defer { if thumbor.isRunning { terminateTree(thumbor) } }
+let servers = [halcyon, thumbor]
+
+/// The path of one request to a side: the source `/c<cell>/<file>` on the origin, fit in 512×512, the format's quality.
+func requestPath(side: Int, format: String, cell: String, file: String) -> String {
+    let q = quality[format] ?? 80
+    if side == 0 {
+        let qualityOption = q > 0 ? "/q:\(q)" : ""
+        return "/insecure/rs:fit:512:512\(qualityOption)/plain/http%3A%2F%2F127.0.0.1%3A\(originPort)%2F\(cell)%2F\(file)@\(format == "jpeg" ? "jpg" : format)"
+    }
+    let qualityFilter = q > 0 ? ":quality(\(q))" : ""
+    return "/unsafe/fit-in/512x512/filters:format(\(format))\(qualityFilter)/127.0.0.1:\(originPort)/\(cell)/\(file)"
+}
+let bases = ["http://127.0.0.1:\(halcyonPort)", "http://127.0.0.1:\(thumborPort)"]
+
+/// The sources of a format's cells: the same format, and the JPEGs for AVIF (the set has no AVIF).
+func cellSources(for format: String) -> [SourceImage] {
+    let wanted: ImageFormat = switch format { case "png": .png; case "webp": .webp; default: .jpeg }
+    return sources.filter { $0.format == wanted }
+}
+
+for side in 0..<2 {
+    guard let (status, _) = fetch(bases[side] + requestPath(side: side, format: "jpeg", cell: "warm", file: sources[0].name)), status == 200 else {
+        let log = (try? String(contentsOf: work.appendingPathComponent(side == 0 ? "halcyon.log" : "thumbor.log"), encoding: .utf8)) ?? ""
+        fail("\(sides[side]) did not answer; its log:\n\(log)", servers: servers)
+    }
+}
+
+// MARK: - Output check
+
+print("==> output check against `vips thumbnail` references")
+var qualityRows: [QualityRow] = []
+for format in formats {
+    let urls: [(SourceImage) -> String] = (0..<2).map { side in
+        { source in bases[side] + requestPath(side: side, format: format, cell: "q", file: source.name) }
+    }
+    let row = QualityCheck.check(format: format, sources: cellSources(for: format), folder: sourceFolder, work: work, urls: urls)
+    for problem in row.problems { print("    \(format): \(problem)") }
+    qualityRows.append(row)
+}
+
+// MARK: - Uncached cells
+
+/// A wrk script that gives every request a distinct source path: `/c<cell>x<n>/<file>`, files in turn.
+func cellScript(side: Int, format: String, cell: String) throws -> URL {
+    let files = cellSources(for: format).map(\.name)
+    let template = requestPath(side: side, format: format, cell: "CELL", file: "FILE")
+    let parts = template.components(separatedBy: "CELL")
+    let rest = parts[1].components(separatedBy: "FILE")
+    var lua = "local files = {" + files.map { "\"\($0)\"" }.joined(separator: ", ") + "}\n"
+    lua += "local counter = 0\nlocal threads = 0\n"
+    lua += "setup = function(thread) thread:set(\"id\", threads); threads = threads + 1 end\n"
+    lua += "request = function()\n  counter = counter + 1\n  local n = counter * 16 + (id or 0)\n"
+    lua += "  local file = files[counter % #files + 1]\n"
+    lua += "  return wrk.format(\"GET\", \"\(parts[0])\(cell)x\" .. n .. \"\(rest[0])\" .. file .. \"\(rest[1])\")\nend\n"
+    let url = work.appendingPathComponent("\(cell)-\(side).lua")
+    try lua.write(to: url, atomically: true, encoding: .utf8)
+    return url
+}
+
+struct Cell {
+    var format: String
+    var clients: Int
+    var results: [[WrkResult]] = [[], []]
+    var rss: [[Double]] = [[], []]
+    var cpu: [[Double]] = [[], []]
+}
+
+var cells: [Cell] = formats.flatMap { format in clientCounts.map { Cell(format: format, clients: $0) } }
+var cellNumber = 0
+for round in 0..<rounds {
+    for index in cells.indices {
+        cellNumber += 1
+        let order = cellNumber.isMultiple(of: 2) ? [1, 0] : [0, 1]
+        for side in order {
+            let cell = cells[index]
+            let script = try cellScript(side: side, format: cell.format, cell: "c\(cellNumber)")
+            resetPeakRSS(of: servers[side].processIdentifier)
+            let cpuBefore = cpuSeconds(of: servers[side].processIdentifier)
+            let result = try wrk(wrkPath, url: bases[side], threads: min(2, cell.clients), connections: cell.clients, seconds: seconds, script: script)
+            let rss = peakRSS(of: servers[side].processIdentifier)
+            let cpu = 1000 * (cpuSeconds(of: servers[side].processIdentifier) - cpuBefore) / Double(max(1, result.requests))
+            cells[index].results[side].append(result)
+            cells[index].rss[side].append(rss)
+            cells[index].cpu[side].append(cpu)
+            print("round \(round + 1) \(cell.format) c\(cell.clients) \(sides[side]): \(result), peak RSS \(String(format: "%.0f", rss)) MiB, CPU \(String(format: "%.1f", cpu)) ms/request")
+            fflush(nil)
+        }
+    }
+}
+
+// MARK: - Cached responses vs nginx
+
+let cachedPath = requestPath(side: 0, format: "jpeg", cell: "cached", file: sources[0].name)
+var cachedRows: [(String, WrkResult)] = []
+if let (status, body) = fetch(bases[0] + cachedPath), status == 200 {
+    try body.write(to: cachedRoot.appendingPathComponent("thumb.jpg"))
+    chmod(cachedRoot.appendingPathComponent("thumb.jpg").path, 0o644)
+    if let (nginxStatus, same) = fetch("http://127.0.0.1:\(cachedPort)/thumb.jpg"), nginxStatus == 200, same == body {
+        for (name, url) in [("halcyon serve (response cache)", bases[0] + cachedPath), ("nginx (same bytes from disk)", "http://127.0.0.1:\(cachedPort)/thumb.jpg")] {
+            let result = try wrk(wrkPath, url: url, threads: 2, connections: 16, seconds: cachedSeconds)
+            print("cached \(name): \(result)")
+            cachedRows.append((name, result))
+        }
+    }
+}
 let halcyonStop = ContinuousClock.now
 terminateTree(halcyon)
 print("halcyon serve stopped on SIGTERM in \(ContinuousClock.now - halcyonStop), exit status \(halcyon.terminationStatus)")
 
-var thumborUncached: WrkResult?
-var thumborRSS = 0.0
-var thumborVersion = "thumbor"
-if let thumborPath = which(environment["THUMBOR"] ?? "thumbor") {
-    thumborVersion = (try? run(thumborPath, ["--version"]))?.split(separator: "\n").first.map(String.init) ?? "thumbor"
-    let port = freePort()
-    let conf = work.appendingPathComponent("thumbor.conf")
-    try """
-    LOADER = 'thumbor.loaders.file_loader'
-    FILE_LOADER_ROOT_PATH = '\(images.path)'
-    STORAGE = 'thumbor.storages.no_storage'
-    RESULT_STORAGE = None
-    QUALITY = 80
-    ALLOW_UNSAFE_URL = True
-    """.write(to: conf, atomically: true, encoding: .utf8)
-    let thumbor = try start(thumborPath, ["-p", String(port), "-i", "127.0.0.1", "-c", conf.path, "-l", "error", "--processes", String(cores)],
-                            log: work.appendingPathComponent("thumbor.log"))
-    if let (status, body) = fetch("http://127.0.0.1:\(port)/unsafe/500x0/photo.jpg"), status == 200 {
-        let info = try? ImageDecoder.probe(body)
-        print("==> thumbor thumbnail: \(info?.width ?? 0)×\(info?.height ?? 0), \(body.count) bytes")
-        let script = try pathScript((0..<linkCount).map { "/unsafe/500x0/" + String(format: "p%05d.jpg", $0) }, name: "thumbor")
-        thumborUncached = try wrk(wrkPath, url: "http://127.0.0.1:\(port)", script: script)
-        thumborRSS = peakRSS(of: thumbor.processIdentifier)
-        print("thumbor uncached: \(thumborUncached!)")
-    } else {
-        print("thumbor did not answer; skipped. log: \((try? String(contentsOf: work.appendingPathComponent("thumbor.log"), encoding: .utf8)) ?? "")")
-    }
-    terminateTree(thumbor)
-} else {
-    print("thumbor not found: pip install thumbor; skipped")
-}
-
 // MARK: - Report
 
-func format(_ value: Double) -> String { String(format: "%.1f", value) }
+func median(_ values: [Double]) -> Double { let s = values.sorted(); return s.isEmpty ? 0 : s[s.count / 2] }
+func f1(_ value: Double) -> String { String(format: "%.1f", value) }
+func spread(_ values: [Double]) -> String { values.count < 2 ? "" : " (\(f1(values.min() ?? 0))–\(f1(values.max() ?? 0)))" }
+
 var table = """
-| run | server | req/s | p50 latency | ratio (halcyon / other) | peak RSS MiB | requests | errors |
-|---|---|---:|---:|---:|---:|---:|---|
+
+## ServerBenchmark: uncached, fit in 512×512, \(sources.count) generated sources from a loopback nginx
+
+\(cores) cores; wrk \(seconds) s per side and cell, \(rounds) round(s), sides alternating; every request a distinct source URL.
+halcyon serve: default settings (`allowLoopback` for the origin). \(thumborVersion): 2 processes, HTTP loader, PIL engine, no storage, no AUTO_WEBP.
+req/s is the median of the rounds (min–max when more than one); p50/p99 from the median round's wrk; peak RSS is per cell, the process tree summed;
+CPU is the server tree's user + system time per request served (median of the rounds).
+
+| format | clients | server | req/s | p50 | p99 | CPU ms/req | peak RSS MiB | errors | req/s ratio | RSS ratio |
+|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|
 
 """
-func row(_ run: String, _ server: String, _ result: WrkResult?, ratio: String, rss: Double) -> String {
-    guard let result else {
-        return "| \(run) | \(server) | – | – | – | – | – | not run |\n"
+for cell in cells {
+    let rps = (0..<2).map { median(cell.results[$0].map(\.requestsPerSecond)) }
+    let rss = (0..<2).map { cell.rss[$0].max() ?? 0 }
+    let ratio = rps[0] / max(0.001, rps[1]), rssRatio = rss[0] / max(0.001, rss[1])
+    for side in 0..<2 {
+        let sorted = cell.results[side].sorted { $0.requestsPerSecond < $1.requestsPerSecond }
+        let mid = sorted[sorted.count / 2]
+        table += "| \(cell.format) | \(cell.clients) | \(sides[side]) | \(f1(rps[side]))\(spread(cell.results[side].map(\.requestsPerSecond))) | \(mid.p50) | \(mid.p99) | \(f1(median(cell.cpu[side]))) | \(f1(rss[side])) | \(mid.errors) | \(side == 0 ? String(format: "%.2f", ratio) : "1.00") | \(side == 0 ? String(format: "%.2f", rssRatio) : "1.00") |\n"
     }
-    return "| \(run) | \(server) | \(format(result.requestsPerSecond)) | \(result.latency) | \(ratio) | \(format(rss)) | \(result.requests) | \(result.errors) |\n"
+    recordSummary(benchmark: "Server", comparison: "uncached \(cell.format), \(cell.clients) clients: halcyon serve vs \(thumborVersion) (req/s)",
+                  result: String(format: "%.2f×", ratio), goal: "≥ 2×", met: ratio >= 2)
+    recordSummary(benchmark: "Server", comparison: "uncached \(cell.format), \(cell.clients) clients: peak RSS halcyon / thumbor",
+                  result: String(format: "%.2f (%.0f vs %.0f MiB)", rssRatio, rss[0], rss[1]), goal: "≤ 1", met: rssRatio <= 1)
 }
-let cachedRatio = nginxCached.map { String(format: "%.2f", halcyonCached.requestsPerSecond / max(0.001, $0.requestsPerSecond)) } ?? "–"
-let uncachedRatio = thumborUncached.map { String(format: "%.2f", halcyonUncached.requestsPerSecond / max(0.001, $0.requestsPerSecond)) } ?? "–"
-table += row("cached 500 px thumbnail", "halcyon serve", halcyonCached, ratio: cachedRatio, rss: halcyonRSS)
-table += row("cached 500 px thumbnail", "nginx (same bytes from disk)", nginxCached, ratio: "1.00", rss: nginxRSS)
-table += row("uncached 4 MP → 500 px", "halcyon serve", halcyonUncached, ratio: uncachedRatio, rss: halcyonRSS)
-table += row("uncached 4 MP → 500 px", "\(thumborVersion) (file loader, \(cores) processes)", thumborUncached, ratio: "1.00", rss: thumborRSS)
-let header = """
-
-## ServerBenchmark — wrk -t\(max(1, min(cores, 2))) -c\(connections) -d\(seconds)s on loopback, \(cores) cores
-
-halcyon serve RSS is its peak over the whole run (cached then uncached). Uncached runs use \(linkCount) distinct paths.
-\(halcyonUncached.requests > linkCount ? "WARNING: halcyon made more requests than distinct paths; some were cache hits.\n" : "")
-"""
-print(header)
+table += "\nOutput check: results fetched once per source and format, compared with `vips thumbnail SRC ref.png 512 --height 512`.\n\n"
+table += "| format | server | same size as reference | mean PSNR dB | lowest PSNR dB | mean KiB |\n|---|---|---:|---:|---:|---:|\n"
+for row in qualityRows { table += row.markdown(servers: sides) }
+if !cachedRows.isEmpty {
+    table += "\nCached response (one 512 px JPEG repeated), wrk -t2 -c16 -d\(cachedSeconds)s:\n\n| server | req/s | p50 | p99 | errors |\n|---|---:|---:|---:|---|\n"
+    for (name, result) in cachedRows { table += "| \(name) | \(f1(result.requestsPerSecond)) | \(result.p50) | \(result.p99) | \(result.errors) |\n" }
+    if cachedRows.count == 2 {
+        let ratio = cachedRows[0].1.requestsPerSecond / max(0.001, cachedRows[1].1.requestsPerSecond)
+        table += "\nCached ratio halcyon / nginx: \(String(format: "%.2f", ratio))\n"
+        recordSummary(benchmark: "Server", comparison: "cached 512 px JPEG, halcyon serve vs nginx (req/s)",
+                      result: String(format: "%.2f×", ratio), goal: "≥ 0.6×", met: ratio >= 0.6)
+    }
+}
 print(table)
-appendToBenchResults(header + "\n" + table)
-recordSummary(benchmark: "Server", comparison: "cached 500 px thumbnail, halcyon serve vs nginx (req/s)",
-              result: cachedRatio == "–" ? "not run" : "\(cachedRatio)× the throughput", goal: "—", met: nil)
-recordSummary(benchmark: "Server", comparison: "uncached 4 MP → 500 px, halcyon serve vs \(thumborVersion) (req/s)",
-              result: uncachedRatio == "–" ? "not run" : "\(uncachedRatio)× the throughput", goal: "—", met: nil)
+appendToBenchResults(table)

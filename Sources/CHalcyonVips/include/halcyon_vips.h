@@ -31,6 +31,8 @@ int hc_has_operation(const char *name);
 
 /** Caps glibc's malloc arenas (mallopt M_ARENA_MAX); 0 on success. */
 int hc_malloc_set_arena_max(int count);
+/** Fixes glibc's mmap threshold (mallopt M_MMAP_THRESHOLD), which also stops its growth; 0 on success. */
+int hc_malloc_set_mmap_threshold(int bytes);
 /** Returns free heap memory to the system (malloc_trim). */
 void hc_malloc_trim(void);
 

@@ -11,9 +11,17 @@ import Foundation
 public enum ImageDecoder {
     /// Decodes `data`; runs on the caller's thread.
     public static func decode(_ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()) throws(HalcyonError) -> Image {
-        let opened = try open(data, options: options)
+        try decode(open(data, options: options), options: options)
+    }
+
+    /// Decodes an image opened by ``open(_:options:)``, without reading its header again.
+    ///
+    /// `options` should carry the limits it was opened with; its downsample
+    /// size and mode choose the decode. Runs on the caller's thread.
+    public static func decode(_ opened: OpenedImage, options: ImageDecodingOptions = ImageDecodingOptions()) throws(HalcyonError) -> Image {
+        let data = opened.data
         let (buffer, format, allFrames, header) = (opened.buffer, opened.format, opened.allFrames, opened.header)
-        let (frameHeight, frameCount) = (opened.frameHeight, opened.frameCount)
+        let (frameHeight, frameCount) = (opened.height, opened.frameCount)
 
         let delays = frameDelays(header.frameDelaysInMilliseconds.map { TimeInterval($0) / 1000 }, count: frameCount)
         let loop = header.loopCount
@@ -65,23 +73,34 @@ public enum ImageDecoder {
         _ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()
     ) throws(HalcyonError) -> (width: Int, height: Int, frameCount: Int, format: ImageFormat) {
         let opened = try open(data, options: options)
-        return (opened.header.width, opened.frameHeight, opened.frameCount, opened.format)
+        return (opened.width, opened.height, opened.frameCount, opened.format)
     }
 
     // MARK: - Steps
 
-    /// Encoded bytes opened for decoding: header read, limits checked, no pixel decoded yet.
-    private struct OpenedData {
+    /// Encoded bytes opened for decoding: format sniffed, header read, limits
+    /// checked, no pixel decoded yet. Pass it to `decode(_:options:)` to read
+    /// the header once for both a plan and the decode.
+    public struct OpenedImage: @unchecked Sendable {
+        /// Pixel width, as stored (before EXIF orientation).
+        public let width: Int
+        /// Height of one frame, as stored.
+        public let height: Int
+        /// Number of frames (1 for a still image, or when only the first frame is read).
+        public let frameCount: Int
+        /// The sniffed format.
+        public let format: ImageFormat
+        let data: Data
         let buffer: EncodedBuffer
-        let format: ImageFormat
         let allFrames: Bool
         let header: VipsImageRef
-        let frameHeight: Int
-        let frameCount: Int
     }
 
-    /// Sniffs the format, reads the header and checks the pixel and frame limits.
-    private static func open(_ data: Data, options: ImageDecodingOptions) throws(HalcyonError) -> OpenedData {
+    /// Opens `data`: sniffs the format, reads the header and checks the pixel and frame limits of `options`.
+    ///
+    /// Throws the same errors as decoding does for a bad or
+    /// oversized header, before any pixel is decoded.
+    public static func open(_ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()) throws(HalcyonError) -> OpenedImage {
         guard !data.isEmpty else { throw .processorError(reason: .emptyData) }
         let format = ImageFormat(sniffing: data)
         guard format != .unknown else { throw .processorError(reason: .unsupportedFormat(.unknown)) }
@@ -92,8 +111,8 @@ public enum ImageDecoder {
         let frameHeight = allFrames ? header.pageHeight : header.height
         let frameCount = allFrames ? max(1, header.height / max(1, frameHeight)) : 1
         try checkLimits(width: header.width, frameHeight: frameHeight, frameCount: frameCount, options: options)
-        return OpenedData(buffer: buffer, format: format, allFrames: allFrames, header: header,
-                          frameHeight: frameHeight, frameCount: frameCount)
+        return OpenedImage(width: header.width, height: frameHeight, frameCount: frameCount, format: format,
+                           data: data, buffer: buffer, allFrames: allFrames, header: header)
     }
 
     /// Opens the buffer lazily: libvips reads the header only.

@@ -13,6 +13,17 @@ public enum MallocTuning {
         hc_malloc_set_arena_max(Int32(max(1, count))) == 0
     }
 
+    /// Serves allocations of `bytes` or more with their own mappings (call once at start-up); false when refused.
+    ///
+    /// glibc raises this threshold each time a mapped block is freed (up to
+    /// 32 MiB), after which source bodies and decoded images come from the
+    /// arenas and stay resident when freed. A fixed threshold returns every
+    /// large buffer to the system as soon as it is freed.
+    @discardableResult
+    public static func mapLargeAllocations(from bytes: Int) -> Bool {
+        hc_malloc_set_mmap_threshold(Int32(clamping: max(4096, bytes))) == 0
+    }
+
     /// Gives free heap memory back to the system; costs a walk of the heap, so call it after large jobs only.
     public static func trim() {
         hc_malloc_trim()
