@@ -7,6 +7,7 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -15,7 +16,32 @@
 static pthread_once_t hc_once = PTHREAD_ONCE_INIT;
 static int hc_init_result = -1;
 
+/* Where libvips' log messages go: set once by Swift (hc_set_log_sink), read by
+ * any thread that logs, hence the atomics. NULL drops the messages. */
+static hc_log_sink hc_log_target = NULL;
+
+void hc_set_log_sink(hc_log_sink sink) { __atomic_store_n(&hc_log_target, sink, __ATOMIC_RELEASE); }
+
+/* GLib log handler for the "VIPS" domain: libvips' g_warning / g_message /
+ * g_info / g_debug lines ("VIPS-WARNING **: read gave 2 warnings") would
+ * otherwise go raw to stderr. Runs on whichever thread logged, often a
+ * libvips worker. */
+static void hc_log_handler(const gchar *domain, GLogLevelFlags level, const gchar *message,
+                           gpointer user_data) {
+    (void)domain;
+    (void)user_data;
+    hc_log_sink sink = __atomic_load_n(&hc_log_target, __ATOMIC_ACQUIRE);
+    if (sink != NULL && message != NULL) {
+        sink((int)(level & G_LOG_LEVEL_MASK), message);
+    }
+}
+
 static void hc_init_once(void) {
+    /* Before VIPS_INIT, so warnings from module loading are caught too. */
+    g_log_set_handler("VIPS",
+                      G_LOG_LEVEL_WARNING | G_LOG_LEVEL_MESSAGE | G_LOG_LEVEL_INFO |
+                          G_LOG_LEVEL_DEBUG | G_LOG_FLAG_FATAL | G_LOG_FLAG_RECURSION,
+                      hc_log_handler, NULL);
     if (VIPS_INIT("halcyon") != 0) {
         hc_init_result = -1;
         return;
@@ -74,16 +100,40 @@ static int hc_loader_is_animated(const char *loader) {
     return loader != NULL && (strcasestr(loader, "gif") != NULL || strcasestr(loader, "webp") != NULL);
 }
 
-static const char *hc_load_options(const void *buffer, size_t length, int all_frames) {
-    const char *loader = vips_foreign_find_load_buffer(buffer, length);
-    if (all_frames && hc_loader_is_animated(loader)) {
-        return "[n=-1,fail_on=truncated]";
+/* libvips' nick for a VipsFailOn value; out-of-range values mean truncated. */
+static const char *hc_fail_on_name(int fail_on) {
+    switch (fail_on) {
+    case VIPS_FAIL_ON_NONE: return "none";
+    case VIPS_FAIL_ON_ERROR: return "error";
+    case VIPS_FAIL_ON_WARNING: return "warning";
+    default: return "truncated";
     }
-    return "[fail_on=truncated]";
 }
 
-int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage **out) {
-    const char *options = hc_load_options(buffer, length, all_frames);
+static VipsFailOn hc_fail_on_value(int fail_on) {
+    return fail_on >= VIPS_FAIL_ON_NONE && fail_on < VIPS_FAIL_ON_LAST ? (VipsFailOn)fail_on
+                                                                       : VIPS_FAIL_ON_TRUNCATED;
+}
+
+/* Writes the loader options, without brackets, into options (capacity bytes). */
+static void hc_load_options(const void *buffer, size_t length, int all_frames, int fail_on,
+                            char *options, size_t capacity) {
+    const char *loader = vips_foreign_find_load_buffer(buffer, length);
+    const char *frames = all_frames && hc_loader_is_animated(loader) ? "n=-1," : "";
+    snprintf(options, capacity, "%sfail_on=%s", frames, hc_fail_on_name(fail_on));
+}
+
+/* The option string vips_image_new_from_buffer takes: the options in brackets. */
+static void hc_bracketed_load_options(const void *buffer, size_t length, int all_frames,
+                                      int fail_on, char *options, size_t capacity) {
+    char inner[48];
+    hc_load_options(buffer, length, all_frames, fail_on, inner, sizeof(inner));
+    snprintf(options, capacity, "[%s]", inner);
+}
+
+int hc_load_buffer(const void *buffer, size_t length, int all_frames, int fail_on, VipsImage **out) {
+    char options[64];
+    hc_bracketed_load_options(buffer, length, all_frames, fail_on, options, sizeof(options));
     VipsImage *image = vips_image_new_from_buffer(buffer, length, options, NULL);
     if (image == NULL) {
         return -1;
@@ -92,8 +142,10 @@ int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage 
     return 0;
 }
 
-int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames, VipsImage **out) {
-    const char *options = hc_load_options(buffer, length, all_frames);
+int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames, int fail_on,
+                              VipsImage **out) {
+    char options[64];
+    hc_bracketed_load_options(buffer, length, all_frames, fail_on, options, sizeof(options));
     VipsImage *image = vips_image_new_from_buffer(buffer, length, options, "access",
                                                   VIPS_ACCESS_SEQUENTIAL, NULL);
     if (image == NULL) {
@@ -104,29 +156,24 @@ int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames,
 }
 
 int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
-                        int all_frames, VipsImage **out) {
-    const char *options = hc_load_options(buffer, length, all_frames);
+                        int all_frames, int fail_on, VipsImage **out) {
     /* option_string wants the options without brackets. */
-    char trimmed[64];
-    size_t option_length = strlen(options);
-    if (option_length < 2 || option_length - 2 >= sizeof(trimmed)) {
-        return -1;
-    }
-    memcpy(trimmed, options + 1, option_length - 2);
-    trimmed[option_length - 2] = '\0';
+    char options[48];
+    hc_load_options(buffer, length, all_frames, fail_on, options, sizeof(options));
     /* vips_thumbnail has a fail_on of its own (default: none) that it hands to
      * the loader over whatever option_string says, so a truncated or corrupt
      * file would come back as a thumbnail with black rows: set it here too. */
     return vips_thumbnail_buffer((void *)buffer, length, out, width, "height", height, "size",
-                                 VIPS_SIZE_DOWN, "option_string", trimmed, "fail_on",
-                                 VIPS_FAIL_ON_TRUNCATED, NULL);
+                                 VIPS_SIZE_DOWN, "option_string", options, "fail_on",
+                                 hc_fail_on_value(fail_on), NULL);
 }
 
-int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out) {
+int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, int fail_on,
+                               VipsImage **out) {
     /* The JPEG decoder's own DCT scaling: shrink 2, 4 or 8 costs a fraction of
      * a full decode and needs no resampling afterwards. */
     return vips_jpegload_buffer((void *)buffer, length, out, "shrink", shrink, "access",
-                                VIPS_ACCESS_SEQUENTIAL, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL);
+                                VIPS_ACCESS_SEQUENTIAL, "fail_on", hc_fail_on_value(fail_on), NULL);
 }
 
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out) {

@@ -61,11 +61,12 @@ public final class ImageService: Sendable {
             connections: connections)
     }
 
-    /// The decoding limits from the configuration.
+    /// The decoding limits and strictness from the configuration.
     var decodingLimits: ImageDecodingOptions {
         var options = ImageDecodingOptions()
         options.maxPixelCount = Int(configuration.maxSourceMegapixels * 1_000_000)
         options.maxFrameCount = configuration.maxFrames
+        options.strictness = configuration.decodeStrictness
         return options
     }
 
@@ -181,6 +182,7 @@ public final class ImageService: Sendable {
             .retryFailed,
             .maxPixelCount(decodingLimits.maxPixelCount),
             .maxFrameCount(decodingLimits.maxFrameCount),
+            .decodingStrictness(decodingLimits.strictness),
             .callbackQueue(.untouch),
             .processor(processor),
             .cacheMemoryOnly,
@@ -270,19 +272,19 @@ public final class ImageService: Sendable {
         headers[.xContentTypeOptions] = "nosniff"
         if varyAccept { headers[.vary] = "Accept" }
         entry.headers = headers
+        headers[.contentType] = entry.contentType
+        headers[.contentLength] = String(entry.buffer.readableBytes)
+        entry.fullHeaders = headers
         responses.store(entry, for: rawKey)
         return respond(entry, request: request)
     }
 
     /// A 304 when `If-None-Match` matches, else a 200 sharing the entry's buffer.
     private func respond(_ entry: ResponseCache.Entry, request: Request) -> Response {
-        var headers = entry.headers
         if let match = request.headers[.ifNoneMatch], Self.matches(match, etag: entry.etag) {
-            return Response(status: .notModified, headers: headers)
+            return Response(status: .notModified, headers: entry.headers)
         }
-        headers[.contentType] = entry.contentType
-        headers[.contentLength] = String(entry.buffer.readableBytes)
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: entry.buffer))
+        return Response(status: .ok, headers: entry.fullHeaders, body: ResponseBody(byteBuffer: entry.buffer))
     }
 
     // MARK: - Helpers

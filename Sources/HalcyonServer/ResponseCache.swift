@@ -27,6 +27,8 @@ public final class ResponseCache: Sendable {
         public let lastModified: String
         /// The headers of a 304 for this entry (the service fills them in once).
         public var headers = HTTPFields()
+        /// The headers of a 200: ``headers`` plus content type and length.
+        public var fullHeaders = HTTPFields()
 
         /// Makes an entry made now.
         public init(body: Data, contentType: String, etag: String, created: Date = Date()) {

@@ -1,4 +1,5 @@
 import Foundation
+import Halcyon
 
 /// Every setting of the image service, with imgproxy-like safe defaults.
 ///
@@ -38,6 +39,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var maxFrames = 300
     /// Largest width or height of a result. Default 8192.
     public var maxResultDimension = 8192
+    /// How much damage in a source decoding tolerates (libvips' `fail_on`: none,
+    /// truncated, error, warning); a refused source is 422. Default: the library's, truncated.
+    public var decodeStrictness = DecodingStrictness.default
     /// Idle timeout of a source download in seconds. Default 10.
     public var downloadTimeout = 10.0
     /// Whole-request timeout in seconds (504 after). Default 30.
@@ -206,6 +210,12 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         if let v = try double("HALCYON_MAX_SOURCE_MEGAPIXELS") { maxSourceMegapixels = v }
         if let v = try int("HALCYON_MAX_FRAMES") { maxFrames = v }
         if let v = try int("HALCYON_MAX_RESULT_DIMENSION") { maxResultDimension = v }
+        if let text = env["HALCYON_FAIL_ON"] {
+            guard let v = DecodingStrictness(rawValue: text.lowercased()) else {
+                throw ConfigurationError(message: "HALCYON_FAIL_ON must be none, truncated, error or warning")
+            }
+            decodeStrictness = v
+        }
         if let v = try double("HALCYON_DOWNLOAD_TIMEOUT") { downloadTimeout = v }
         if let v = try double("HALCYON_REQUEST_TIMEOUT") { requestTimeout = v }
         if let v = try int("HALCYON_MAX_IN_FLIGHT") { maxInFlight = v }
@@ -258,6 +268,7 @@ private struct PartialConfiguration: Decodable {
     var maxSourceMegapixels: Double?
     var maxFrames: Int?
     var maxResultDimension: Int?
+    var decodeStrictness: DecodingStrictness?
     var downloadTimeout: Double?
     var requestTimeout: Double?
     var maxInFlight: Int?
@@ -293,6 +304,7 @@ private struct PartialConfiguration: Decodable {
         if let maxSourceMegapixels { c.maxSourceMegapixels = maxSourceMegapixels }
         if let maxFrames { c.maxFrames = maxFrames }
         if let maxResultDimension { c.maxResultDimension = maxResultDimension }
+        if let decodeStrictness { c.decodeStrictness = decodeStrictness }
         if let downloadTimeout { c.downloadTimeout = downloadTimeout }
         if let requestTimeout { c.requestTimeout = requestTimeout }
         if let maxInFlight { c.maxInFlight = maxInFlight }

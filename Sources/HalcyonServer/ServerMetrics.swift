@@ -14,6 +14,11 @@ public final class ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private let inFlightMeter: Meter
+    private let downloadTimer: CoreMetrics.Timer
+    private let processingTimer: CoreMetrics.Timer
+    private let totalTimer: CoreMetrics.Timer
+    /// Counters by name and label values, made once: a request touches the registry's lookup only the first time.
+    private let counters = Locked<[String: CoreMetrics.Counter]>([:])
 
     /// Makes metrics on a fresh registry.
     public init() {
@@ -25,36 +30,39 @@ public final class ServerMetrics: Sendable {
         ]
         self.factory = factory
         inFlightMeter = Meter(label: "halcyon_requests_in_flight", factory: factory)
+        downloadTimer = Timer(label: "halcyon_download_duration_seconds", factory: factory)
+        processingTimer = Timer(label: "halcyon_processing_duration_seconds", factory: factory)
+        totalTimer = Timer(label: "halcyon_request_duration_seconds", factory: factory)
     }
 
     /// Counts a finished request by route and status.
     public func request(route: String, status: Int) {
-        Counter(label: "halcyon_requests_total", dimensions: [("route", route), ("status", String(status))], factory: factory).increment()
+        counter("halcyon_requests_total", [("route", route), ("status", String(status))]).increment()
     }
 
     /// Counts an error by its stable code.
     public func error(code: String) {
-        Counter(label: "halcyon_errors_total", dimensions: [("code", code)], factory: factory).increment()
+        counter("halcyon_errors_total", [("code", code)]).increment()
     }
 
     /// Counts where a processed image came from: memory, disk, none (loaded), response (encoded bytes reused).
     public func cache(_ kind: String) {
-        Counter(label: "halcyon_cache_results_total", dimensions: [("type", kind)], factory: factory).increment()
+        counter("halcyon_cache_results_total", [("type", kind)]).increment()
     }
 
     /// Records the download part of a request.
     public func download(_ duration: Duration) {
-        Timer(label: "halcyon_download_duration_seconds", factory: factory).recordNanoseconds(Self.nanoseconds(duration))
+        downloadTimer.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// Records the processing part (decode, process, encode) of a request.
     public func processing(_ duration: Duration) {
-        Timer(label: "halcyon_processing_duration_seconds", factory: factory).recordNanoseconds(Self.nanoseconds(duration))
+        processingTimer.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// Records a whole request.
     public func total(_ duration: Duration) {
-        Timer(label: "halcyon_request_duration_seconds", factory: factory).recordNanoseconds(Self.nanoseconds(duration))
+        totalTimer.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// One more request in flight.
@@ -64,6 +72,18 @@ public final class ServerMetrics: Sendable {
 
     /// The Prometheus text exposition.
     public func render() -> [UInt8] { registry.emitToBuffer() }
+
+    /// The counter `label` with `dimensions`, made on first use.
+    private func counter(_ label: String, _ dimensions: [(String, String)]) -> CoreMetrics.Counter {
+        var key = label
+        for (name, value) in dimensions { key += "|" + name + "=" + value }
+        return counters.withLock { known in
+            if let found = known[key] { return found }
+            let made = Counter(label: label, dimensions: dimensions, factory: factory)
+            known[key] = made
+            return made
+        }
+    }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {
         let parts = duration.components

@@ -51,7 +51,8 @@ struct FetchCommand: AsyncParsableCommand {
         }
         let (manager, downloader) = try global.makeManager()
         defer { Task { await downloader.shutdown() } }
-        var options: HalcyonOptionsInfo = [.processor(processor), .waitForCache, .preloadAllAnimationData]
+        var options: HalcyonOptionsInfo = [.processor(processor), .waitForCache, .preloadAllAnimationData,
+                                           .decodingStrictness(DecodingFlags.strictness(strict: global.strict))]
         if forceRefresh { options.append(.forceRefresh) }
         if onlyFromCache { options.append(.onlyFromCache) }
         let destination = OutputDestination(path: output, sourceCount: sources.count)
@@ -75,18 +76,18 @@ struct FetchCommand: AsyncParsableCommand {
                 let failure = error as? CLIFailure ?? CLIFailure(error: error, context: text)
                 firstFailure = firstFailure ?? failure
                 items.append(FetchItem(source: text, failure: failure))
-                if !global.json { printError("halcyon: \(failure.message)") }
+                if !global.json { printError(failure.errorLines(verbose: global.verbose)) }
             }
         }
-        if global.json { try JSONOutput.print(["results": items.map(\.json)]) }
+        if global.json { try JSONOutput.print(["results": items.map { $0.json(verbose: global.verbose) }]) }
         if let firstFailure { throw ExitCode(firstFailure.exitCode) }
     }
 
     private func report(_ failure: CLIFailure) -> ExitCode {
         if global.json {
-            try? JSONOutput.print(["results": [FetchItem(source: sources.first ?? "", failure: failure).json]])
+            try? JSONOutput.print(["results": [FetchItem(source: sources.first ?? "", failure: failure).json(verbose: global.verbose)]])
         } else {
-            printError("halcyon: \(failure.message)")
+            printError(failure.errorLines(verbose: global.verbose))
         }
         return ExitCode(failure.exitCode)
     }
@@ -131,10 +132,11 @@ struct FetchItem {
         return "\(source)  \(origin)  \(bytes) bytes  \(result.image.width)x\(result.image.height)\(frames)  \(elapsed.halcyonMilliseconds)  -> \(output)"
     }
 
-    var json: [String: JSONValue] {
+    /// The item's JSON object; a failure's detail only with `verbose`.
+    func json(verbose: Bool) -> [String: JSONValue] {
         guard let result else {
-            return ["source": .string(source), "ok": .bool(false),
-                    "error": .object(["code": .string(failure?.code ?? "failed"), "message": .string(failure?.message ?? "")])]
+            let error = failure?.json(verbose: verbose) ?? .object(["code": .string("failed"), "message": .string("")])
+            return ["source": .string(source), "ok": .bool(false), "error": error]
         }
         return [
             "source": .string(source), "ok": .bool(true), "cacheType": .string(origin),

@@ -26,8 +26,12 @@ struct GlobalOptions: ParsableArguments {
     @Flag(help: "Print one JSON document on standard output instead of text.")
     var json = false
 
-    /// The logger for this run; debug level with `--verbose`.
+    @Flag(help: ArgumentHelp(DecodingFlags.strictHelp))
+    var strict = false
+
+    /// The logger for this run; debug level with `--verbose`, which also shows the library's debug lines.
     func makeLogger() -> Logger {
+        DecodingFlags.configureLibraryLogging(verbose: verbose)
         var logger = Logger(label: "halcyon") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .debug : .warning
         return logger
@@ -57,6 +61,31 @@ struct GlobalOptions: ParsableArguments {
         manager.defaultOptions = [.callbackQueue(.untouch)]
         return (manager, downloader)
     }
+}
+
+/// What `--strict` means, shared by the commands that decode.
+enum DecodingFlags {
+    static let strictHelp = "Refuse images with any decoder warning, such as JPEGs whose damage libjpeg would patch with grey (libvips fail_on=warning; default: refuse truncated data only)."
+
+    /// `.warning` with `--strict`, else the library's default (`.truncated`).
+    static func strictness(strict: Bool) -> DecodingStrictness {
+        strict ? .warning : .default
+    }
+
+    /// With `verbose`, every swift-log logger without a handler of its own (the
+    /// library's, such as libvips' messages under `halcyon.vips`) prints debug
+    /// lines on standard error; otherwise swift-log's default (info and up) stays.
+    static func configureLibraryLogging(verbose: Bool) {
+        if verbose { _ = verboseBootstrap }
+    }
+
+    private static let verboseBootstrap: Void = {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .debug
+            return handler
+        }
+    }()
 }
 
 /// A size in bytes given as `123`, `64K`, `512M` or `2G`.

@@ -91,7 +91,9 @@ struct PrefetchCommand: AsyncParsableCommand {
     ) async -> Tally {
         let tally = Locked(Tally())
         let json = global.json
-        let prefetcher = ImagePrefetcher(sources: sources, options: [.processor(processor), .waitForCache], manager: manager)
+        let strictness = DecodingFlags.strictness(strict: global.strict)
+        let prefetcher = ImagePrefetcher(
+            sources: sources, options: [.processor(processor), .waitForCache, .decodingStrictness(strictness)], manager: manager)
         prefetcher.maxConcurrentDownloads = concurrency
         prefetcher.itemHandler = { source, outcome in
             let text = source.url?.absoluteString ?? source.cacheKey
@@ -117,8 +119,8 @@ struct PrefetchCommand: AsyncParsableCommand {
                 "seconds": .number((seconds * 1000).rounded() / 1000),
             ])
         } else {
-            for failure in summary.failures where showedBar {
-                printError("halcyon: \(failure.failure.message)")
+            for failure in summary.failures where showedBar || global.verbose {
+                printError(failure.failure.errorLines(verbose: global.verbose))
             }
             print("prefetched \(sourceCount): \(summary.completed.count) completed, \(summary.skipped.count) skipped, "
                 + "\(summary.failures.count) failed, \(ByteFormat.string(summary.bytes)) in \(String(format: "%.2f", seconds)) s")

@@ -35,6 +35,12 @@ struct ProcessCommand: ParsableCommand {
     @Option(help: "Quality 1-100 for jpeg, webp and avif.")
     var quality: Int?
 
+    @Flag(help: ArgumentHelp(DecodingFlags.strictHelp))
+    var strict = false
+
+    @Flag(name: [.short, .long], help: "Show the decoder's own account of each failure, and the library's debug lines, on standard error.")
+    var verbose = false
+
     mutating func run() throws {
         let processor: any ImageProcessor
         do {
@@ -50,20 +56,31 @@ struct ProcessCommand: ParsableCommand {
             }
             return parsed
         }
-        let jobs = try ProcessingJob.plan(input: input, output: output, format: requestedFormat)
-        var failures = 0
+        DecodingFlags.configureLibraryLogging(verbose: verbose)
+        let jobs: [ProcessingJob]
+        do {
+            jobs = try ProcessingJob.plan(input: input, output: output, format: requestedFormat)
+        } catch {
+            let failure = CLIFailure(error: error)
+            printError(failure.errorLines(verbose: verbose))
+            throw ExitCode(failure.exitCode)
+        }
+        let strictness = DecodingFlags.strictness(strict: strict)
+        var firstFailure: CLIFailure?
         for job in jobs {
             let started = ContinuousClock.now
             do {
-                let result = try job.run(processor: processor, quality: quality)
+                let result = try job.run(processor: processor, quality: quality, strictness: strictness)
                 let elapsed = ContinuousClock.now - started
                 print("\(job.input.path) -> \(job.output.path)  \(result.summary)  \(elapsed.halcyonMilliseconds)")
             } catch {
-                failures += 1
-                printError("halcyon: \(job.input.path): \(error)")
+                let failure = CLIFailure(error: error, context: job.input.path)
+                firstFailure = firstFailure ?? failure
+                printError(failure.errorLines(verbose: verbose))
             }
         }
-        if failures > 0 { throw ExitCodes.failure }
+        // The first failure's code: 65 for data that is not a usable image, 66 for an unreadable input, ...
+        if let firstFailure { throw ExitCode(firstFailure.exitCode) }
     }
 }
 

@@ -23,12 +23,13 @@ struct ProcessingJob {
     }
 
     /// Expands INPUT and OUTPUT into jobs; a folder input maps to a folder output.
+    ///
+    /// A missing input, or a folder without image files, is a ``CLIFailure`` with exit code 66.
     static func plan(input: String, output: String, format: ImageFormat?) throws -> [ProcessingJob] {
         let fileManager = FileManager.default
         var isFolder: ObjCBool = false
         guard fileManager.fileExists(atPath: input, isDirectory: &isFolder) else {
-            printError("halcyon: \(input): no such file or folder")
-            throw ExitCodes.failure
+            throw CLIFailure(code: "no-input", message: "\(input): no such file or folder", exitCode: 66)
         }
         let inputURL = URL(fileURLWithPath: input)
         let outputURL = URL(fileURLWithPath: output)
@@ -42,8 +43,7 @@ struct ProcessingJob {
         let names = try fileManager.contentsOfDirectory(atPath: input).sorted()
         let images = names.filter { ImageFormat(fileExtension: ($0 as NSString).pathExtension) != nil }
         guard !images.isEmpty else {
-            printError("halcyon: \(input): no image files in the folder")
-            throw ExitCodes.failure
+            throw CLIFailure(code: "no-input", message: "\(input): no image files in the folder", exitCode: 66)
         }
         try fileManager.createDirectory(at: outputURL, withIntermediateDirectories: true)
         return images.map { name in
@@ -51,10 +51,10 @@ struct ProcessingJob {
         }
     }
 
-    /// Reads, processes, encodes and writes atomically.
-    func run(processor: any ImageProcessor, quality: Int?) throws -> Result {
+    /// Reads, processes (decoding with `strictness`), encodes and writes atomically.
+    func run(processor: any ImageProcessor, quality: Int?, strictness: DecodingStrictness) throws -> Result {
         let data = try Data(contentsOf: input)
-        let options = HalcyonParsedOptionsInfo([.preloadAllAnimationData])
+        let options = HalcyonParsedOptionsInfo([.preloadAllAnimationData, .decodingStrictness(strictness)])
         let image = try processor.process(item: .data(data), options: options)
         let sourceFormat = ImageFormat(sniffing: data)
         // Any image extension counts (out.bmp asks for BMP, which the policy turns into PNG).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Halcyon
 import HalcyonServer
 
 /// `halcyon serve`: runs the HTTP image service until SIGTERM or SIGINT.
@@ -40,6 +41,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Largest source in megapixels.") var maxSourceMegapixels: Double?
     @Option(help: "Most animation frames.") var maxFrames: Int?
     @Option(help: "Largest result side in pixels.") var maxResultDimension: Int?
+    @Option(help: "Damage a source may have: none, truncated (default), error or warning (libvips fail_on).") var failOn: String?
     @Option(help: "Download idle timeout, seconds.") var downloadTimeout: Double?
     @Option(help: "Request timeout, seconds.") var requestTimeout: Double?
     @Option(help: "Disk cache folder.") var cacheDir: String?
@@ -74,6 +76,12 @@ struct ServeCommand: AsyncParsableCommand {
         if let maxSourceMegapixels { settings.maxSourceMegapixels = maxSourceMegapixels }
         if let maxFrames { settings.maxFrames = maxFrames }
         if let maxResultDimension { settings.maxResultDimension = maxResultDimension }
+        if let failOn {
+            guard let strictness = DecodingStrictness(rawValue: failOn.lowercased()) else {
+                throw ValidationError("--fail-on must be none, truncated, error or warning")
+            }
+            settings.decodeStrictness = strictness
+        }
         if let downloadTimeout { settings.downloadTimeout = downloadTimeout }
         if let requestTimeout { settings.requestTimeout = requestTimeout }
         if let cacheDir { settings.cacheDirectory = cacheDir }

@@ -18,6 +18,13 @@
 
 /* MARK: - Life cycle and errors */
 
+/** Receives libvips' log messages: the GLib level (G_LOG_LEVEL_WARNING, ...) and the text.
+ *  Called from any thread, libvips' workers included. */
+typedef void (*hc_log_sink)(int level, const char *message);
+/** Sets where the messages of GLib's "VIPS" log domain go (NULL drops them). hc_init
+ *  installs the GLib handler, so no libvips warning reaches stderr raw; set the sink
+ *  before hc_init to see the messages of libvips' start-up too. */
+void hc_set_log_sink(hc_log_sink sink);
 /** Starts libvips once for the process; later calls return the first result. */
 int hc_init(void);
 /** Copies and clears libvips' error buffer; free the result with hc_free. */
@@ -40,18 +47,23 @@ void hc_malloc_trim(void);
 
 /** Name of the libvips loader for the buffer, or NULL when none claims it. */
 const char *hc_find_loader(const void *buffer, size_t length);
+/* fail_on below is a VipsFailOn (0 none, 1 truncated, 2 error, 3 warning): how
+ * much damage the loader tolerates before it fails. */
+
 /** Opens a buffer lazily: only the header is read. The buffer must outlive the image. */
-int hc_load_buffer(const void *buffer, size_t length, int all_frames, VipsImage **out);
+int hc_load_buffer(const void *buffer, size_t length, int all_frames, int fail_on, VipsImage **out);
 /** Opens a buffer for one top-to-bottom read (access=sequential). With random
  *  access libvips decodes into a temporary image through its thread pool,
  *  which can lose a loader error; read this with hc_decode_to_memory instead. */
-int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames, VipsImage **out);
+int hc_load_buffer_sequential(const void *buffer, size_t length, int all_frames, int fail_on,
+                              VipsImage **out);
 /** Shrink-on-load thumbnail of a buffer to fit width x height (never upsizes). */
 int hc_thumbnail_buffer(const void *buffer, size_t length, int width, int height,
-                        int all_frames, VipsImage **out);
+                        int all_frames, int fail_on, VipsImage **out);
 /** Opens a JPEG buffer for one top-to-bottom read, decoded at 1/shrink of its
  *  size by the JPEG decoder itself (shrink is 1, 2, 4 or 8). */
-int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out);
+int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, int fail_on,
+                               VipsImage **out);
 /** Thumbnail of an image already in memory, to fit width x height (never upsizes). */
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
 int hc_copy_memory(VipsImage *in, VipsImage **out);

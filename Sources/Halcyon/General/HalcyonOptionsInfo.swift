@@ -119,6 +119,9 @@ public enum HalcyonOptionsInfoItem: Sendable {
     case maxPixelCount(Int)
     /// Most frames an animation may have. Default 1000.
     case maxFrameCount(Int)
+    /// How much damage in the data decoding tolerates (libvips' `fail_on`).
+    /// Default ``DecodingStrictness/default`` (`.truncated`).
+    case decodingStrictness(DecodingStrictness)
 }
 
 /// How disk cache entries are written.
@@ -173,6 +176,8 @@ public struct HalcyonParsedOptionsInfo: Sendable {
     public var refreshCached = false
     public var maxPixelCount = ImageDecodingOptions.defaultMaxPixelCount
     public var maxFrameCount = ImageDecodingOptions.defaultMaxFrameCount
+    /// How much damage in the data decoding tolerates; see ``DecodingStrictness``.
+    public var decodingStrictness = DecodingStrictness.default
 
     /// Parses `info`; for a repeated option the last item wins.
     public init(_ info: HalcyonOptionsInfo?) {
@@ -225,6 +230,7 @@ public struct HalcyonParsedOptionsInfo: Sendable {
         case .refreshCached: refreshCached = true
         case .maxPixelCount(let value): maxPixelCount = value
         case .maxFrameCount(let value): maxFrameCount = value
+        case .decodingStrictness(let value): decodingStrictness = value
         }
     }
 
@@ -235,6 +241,7 @@ public struct HalcyonParsedOptionsInfo: Sendable {
             onlyFirstFrame: onlyLoadFirstFrame,
             preloadAllAnimationData: preloadAllAnimationData || backgroundDecode,
             maxPixelCount: maxPixelCount,
-            maxFrameCount: maxFrameCount)
+            maxFrameCount: maxFrameCount,
+            strictness: decodingStrictness)
     }
 }

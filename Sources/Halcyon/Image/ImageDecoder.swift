@@ -33,14 +33,15 @@ public enum ImageDecoder {
             if options.downsamplingMode == .loaderOnly, format == .jpeg, frameCount == 1 {
                 let shrink = jpegShrink(longerSide: longerSide, atLeast: pixels)
                 let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
-                    try stillImage(loadJPEG(buffer, shrink: shrink), header: header)
+                    try stillImage(loadJPEG(buffer, shrink: shrink, strictness: options.strictness), header: header)
                 }
                 return Image(vips: decoded, frameHeight: decoded.height, frameCount: 1, scale: scale, originalFormat: format,
                              frameDelays: [], loopCount: loop, sourceFingerprint: shrink == 1 ? DataFingerprint(data) : nil)
             }
+            let failOn = options.strictness.vipsFailOn
             let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
                 try VipsImageRef.make("thumbnail") { output in
-                    hc_thumbnail_buffer(buffer.bytes.baseAddress, buffer.count, Int32(pixels), Int32(pixels), allFrames ? 1 : 0, output)
+                    hc_thumbnail_buffer(buffer.bytes.baseAddress, buffer.count, Int32(pixels), Int32(pixels), allFrames ? 1 : 0, failOn, output)
                 }.srgb8().decodedIntoMemory()
             }
             let thumbHeight = frameCount > 1 ? thumbnail.height / frameCount : thumbnail.height
@@ -55,7 +56,7 @@ public enum ImageDecoder {
                 return try header.srgb8()
             }
             // Decode once, top to bottom, on this thread (see `decodedIntoMemory`).
-            let sequential = try load(buffer, format: format, allFrames: allFrames, sequential: true)
+            let sequential = try load(buffer, format: format, allFrames: allFrames, strictness: options.strictness, sequential: true)
             guard frameCount == 1 else { return try sequential.srgb8().decodedIntoMemory() }
             return try stillImage(sequential, header: header)
         }
@@ -99,7 +100,10 @@ public enum ImageDecoder {
     /// Opens `data`: sniffs the format, reads the header and checks the pixel and frame limits of `options`.
     ///
     /// Throws the same errors as decoding does for a bad or
-    /// oversized header, before any pixel is decoded.
+    /// oversized header, before any pixel is decoded. Data that starts like a
+    /// known format but that libvips' loader for it does not take is
+    /// `corruptData`; `unsupportedFormat` is kept for data in no known format
+    /// and for formats this build cannot read.
     public static func open(_ data: Data, options: ImageDecodingOptions = ImageDecodingOptions()) throws(HalcyonError) -> OpenedImage {
         guard !data.isEmpty else { throw .processorError(reason: .emptyData) }
         let format = ImageFormat(sniffing: data)
@@ -107,7 +111,7 @@ public enum ImageDecoder {
         try VipsRuntime.ensureStarted()
         let buffer = EncodedBuffer(copying: data)
         let allFrames = !options.onlyFirstFrame && format.supportsAnimation
-        let header = try load(buffer, format: format, allFrames: allFrames)
+        let header = try load(buffer, format: format, allFrames: allFrames, strictness: options.strictness)
         let frameHeight = allFrames ? header.pageHeight : header.height
         let frameCount = allFrames ? max(1, header.height / max(1, frameHeight)) : 1
         try checkLimits(width: header.width, frameHeight: frameHeight, frameCount: frameCount, options: options)
@@ -117,17 +121,22 @@ public enum ImageDecoder {
 
     /// Opens the buffer lazily: libvips reads the header only.
     /// With `sequential`, the image can be read once from top to bottom only.
-    private static func load(_ buffer: EncodedBuffer, format: ImageFormat, allFrames: Bool, sequential: Bool = false) throws(HalcyonError) -> VipsImageRef {
-        try runLoader(on: buffer, format: format) { output in
+    private static func load(
+        _ buffer: EncodedBuffer, format: ImageFormat, allFrames: Bool, strictness: DecodingStrictness, sequential: Bool = false
+    ) throws(HalcyonError) -> VipsImageRef {
+        let (frames, failOn) = (Int32(allFrames ? 1 : 0), strictness.vipsFailOn)
+        return try runLoader(on: buffer, format: format) { output in
             sequential
-                ? hc_load_buffer_sequential(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, output)
-                : hc_load_buffer(buffer.bytes.baseAddress, buffer.count, allFrames ? 1 : 0, output)
+                ? hc_load_buffer_sequential(buffer.bytes.baseAddress, buffer.count, frames, failOn, output)
+                : hc_load_buffer(buffer.bytes.baseAddress, buffer.count, frames, failOn, output)
         }
     }
 
     /// Opens a JPEG for one sequential read, decoded at 1/`shrink` by libjpeg.
-    private static func loadJPEG(_ buffer: EncodedBuffer, shrink: Int) throws(HalcyonError) -> VipsImageRef {
-        try runLoader(on: buffer, format: .jpeg) { hc_load_jpeg_buffer_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), $0) }
+    private static func loadJPEG(_ buffer: EncodedBuffer, shrink: Int, strictness: DecodingStrictness) throws(HalcyonError) -> VipsImageRef {
+        try runLoader(on: buffer, format: .jpeg) {
+            hc_load_jpeg_buffer_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), strictness.vipsFailOn, $0)
+        }
     }
 
     /// Runs a loader call on `buffer`; the image keeps the buffer alive, and a
@@ -138,7 +147,7 @@ public enum ImageDecoder {
         var output: UnsafeMutablePointer<VipsImage>?
         guard call(&output) == 0, let output else {
             if let output { hc_unref(output) }
-            throw decodeError(format: format, message: VipsRuntime.takeErrorMessage())
+            throw decodeError(format: format, message: VipsRuntime.takeErrorMessageIfAny())
         }
         return VipsImageRef(taking: output, retaining: [buffer])
     }
@@ -195,12 +204,40 @@ public enum ImageDecoder {
         }
     }
 
-    private static func decodeError(format: ImageFormat, message: String) -> HalcyonError {
+    /// A loader failure as a decode error for the sniffed `format`.
+    ///
+    /// When no trusted loader takes the bytes, libvips says "buffer is not in a
+    /// known format", or "operation is blocked" when only an untrusted one
+    /// (ImageMagick) claims them. For a format with no loader of its own in
+    /// this build (BMP) that is an unsupported format; for one with a loader,
+    /// that loader's check refused the bytes (libtiff cannot read a broken
+    /// TIFF's first directory): damaged data.
+    static func decodeError(format: ImageFormat, message: String?) -> HalcyonError {
+        guard let message, !message.isEmpty, message != VipsRuntime.noReason else {
+            let text = "the \(format.displayName) decoder stopped without giving a reason"
+            return .processorError(reason: .corruptData(format: format, message: text))
+        }
         let lowered = message.lowercased()
-        if lowered.contains("not a known") || lowered.contains("blocked") || lowered.contains("is not a known") {
+        let noLoaderTookIt = ["blocked", "not a known", "not in a known"].contains { lowered.contains($0) }
+        if noLoaderTookIt && !(format != .unknown && format.hasLoader) {
             return .processorError(reason: .unsupportedFormat(format))
         }
         return .processorError(reason: .corruptData(format: format, message: message))
+    }
+}
+
+private extension ImageFormat {
+    /// Whether this build of libvips has its own (trusted) loader for the format.
+    var hasLoader: Bool {
+        switch self {
+        case .jpeg: return VipsRuntime.hasOperation("jpegload_buffer")
+        case .png: return VipsRuntime.hasOperation("pngload_buffer")
+        case .gif: return VipsRuntime.hasOperation("gifload_buffer")
+        case .webp: return VipsRuntime.hasOperation("webpload_buffer")
+        case .avif, .heic: return VipsRuntime.hasOperation("heifload_buffer")
+        case .tiff: return VipsRuntime.hasOperation("tiffload_buffer")
+        case .bmp, .unknown: return false
+        }
     }
 }
 

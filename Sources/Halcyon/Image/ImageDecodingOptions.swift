@@ -27,6 +27,9 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     public var maxPixelCount: Int
     /// Most frames an animation may have. Default 1000.
     public var maxFrameCount: Int
+    /// How much damage in the data the decode tolerates (libvips' `fail_on`).
+    /// Default ``DecodingStrictness/default`` (`.truncated`).
+    public var strictness: DecodingStrictness
 
     /// Makes decoding options; every argument has the documented default.
     public init(
@@ -36,7 +39,8 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         downsampleSize: CGSize? = nil,
         downsamplingMode: DownsamplingMode = .exact,
         maxPixelCount: Int = ImageDecodingOptions.defaultMaxPixelCount,
-        maxFrameCount: Int = ImageDecodingOptions.defaultMaxFrameCount
+        maxFrameCount: Int = ImageDecodingOptions.defaultMaxFrameCount,
+        strictness: DecodingStrictness = .default
     ) {
         self.scaleFactor = scaleFactor
         self.onlyFirstFrame = onlyFirstFrame
@@ -45,5 +49,6 @@ public struct ImageDecodingOptions: Sendable, Hashable {
         self.downsamplingMode = downsamplingMode
         self.maxPixelCount = maxPixelCount
         self.maxFrameCount = maxFrameCount
+        self.strictness = strictness
     }
 }

@@ -4,6 +4,8 @@ import Foundation
 ///
 /// Sniffing never trusts a file name or a Content-Type: only the magic bytes
 /// decide. Data that matches none of the known signatures is `.unknown`.
+/// JPEG is `FF D8` (start of image) and at least one more byte, whatever it
+/// is, as for libvips' own check.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case jpeg, png, gif, webp, avif, heic, tiff, bmp, unknown
 
@@ -21,7 +23,10 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
             }
             return true
         }
-        if matches([0xFF, 0xD8, 0xFF]) {
+        if matches([0xFF, 0xD8]) && bytes.count > 2 {
+            // SOI, then normally a marker (FF). libvips takes FF D8 alone as
+            // JPEG and libjpeg skips junk before the next marker with a
+            // warning, so a damaged third byte is damage, not another format.
             self = .jpeg
         } else if matches([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) {
             self = .png
@@ -75,6 +80,15 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringC
         case .tiff: return "image/tiff"
         case .bmp: return "image/bmp"
         case .unknown: return "application/octet-stream"
+        }
+    }
+
+    /// The name people write (`JPEG`, `PNG`, `WebP`...), for messages; "unknown" for `.unknown`.
+    public var displayName: String {
+        switch self {
+        case .webp: return "WebP"
+        case .unknown: return "unknown"
+        default: return rawValue.uppercased()
         }
     }
 

@@ -1,14 +1,34 @@
 import CHalcyonVips
+import Foundation
+import Logging
 
-/// The process-wide libvips start-up and error reading.
+/// The process-wide libvips start-up, error reading and log routing.
 ///
 /// libvips is started once, on first use, from whichever thread gets there
 /// first (`pthread_once` in the shim), with its operation cache off and its
 /// untrusted loaders blocked. Every call into libvips goes through
 /// ``VipsImageRef``, which calls ``ensureStarted()`` first.
+///
+/// libvips' own log lines (GLib's "VIPS" domain: `VIPS-WARNING **: read gave
+/// 2 warnings`, libtiff and libpng warnings) never reach stderr: the shim's
+/// GLib handler hands them to ``logger`` at debug level.
 enum VipsRuntime {
+    /// What ``takeErrorMessage()`` returns when libvips' error buffer is empty.
+    static let noReason = "libvips reported no reason"
+
+    /// Where libvips' log messages go: label `halcyon.vips`, always at debug level.
+    static let logger = Logger(label: "halcyon.vips")
+
+    /// Points the shim's GLib log handler at ``forward(level:message:)``; once, before libvips starts.
+    private static let logSinkInstalled: Void = {
+        hc_set_log_sink { level, message in
+            VipsRuntime.forward(level: level, message: message)
+        }
+    }()
+
     /// Starts libvips if it has not been started; throws when it cannot start.
     static func ensureStarted() throws(HalcyonError) {
+        _ = logSinkInstalled
         if hc_init() != 0 {
             throw .processorError(reason: .engineUnavailable(message: takeErrorMessage()))
         }
@@ -16,10 +36,34 @@ enum VipsRuntime {
 
     /// Reads and clears libvips' error buffer; call right after the failing call.
     static func takeErrorMessage() -> String {
-        guard let buffer = hc_error_copy() else { return "libvips reported no reason" }
+        takeErrorMessageIfAny() ?? noReason
+    }
+
+    /// Reads and clears libvips' error buffer; nil when libvips left no reason.
+    static func takeErrorMessageIfAny() -> String? {
+        guard let buffer = hc_error_copy() else { return nil }
         defer { hc_free(buffer) }
         let message = String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)
-        return message.isEmpty ? "libvips reported no reason" : message
+        return message.isEmpty ? nil : message
+    }
+
+    /// Sends one libvips log message to ``logger``; called by the shim on any thread.
+    private static func forward(level: Int32, message: UnsafePointer<CChar>?) {
+        guard let message else { return }
+        let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { return }
+        logger.debug("\(text)", metadata: ["glib-level": "\(glibLevelName(level))"])
+    }
+
+    /// GLib's name for a log level bit (`G_LOG_LEVEL_WARNING` is 1 << 4, ...).
+    private static func glibLevelName(_ level: Int32) -> String {
+        switch level {
+        case 1 << 4: return "warning"
+        case 1 << 5: return "message"
+        case 1 << 6: return "info"
+        case 1 << 7: return "debug"
+        default: return "level-\(level)"
+        }
     }
 
     /// The running libvips' version (e.g. `8.14.1`), or nil when it cannot start.

@@ -117,7 +117,7 @@ extension Source {
 
 extension HalcyonParsedOptionsInfo {
     /// These options with only what processors and serializers may use: the
-    /// processor, scale, frame choice, preloading, background decoding and the limits.
+    /// processor, scale, frame choice, preloading, background decoding, the limits and the strictness.
     var processingContext: HalcyonParsedOptionsInfo {
         var context = HalcyonParsedOptionsInfo(nil)
         context.processor = processor
@@ -127,6 +127,7 @@ extension HalcyonParsedOptionsInfo {
         context.backgroundDecode = backgroundDecode
         context.maxPixelCount = maxPixelCount
         context.maxFrameCount = maxFrameCount
+        context.decodingStrictness = decodingStrictness
         return context
     }
 }
