@@ -293,8 +293,18 @@ public final class ImageCache: Sendable {
     }
 
     /// The path of the disk file for `key` and `processorIdentifier`, whether or not it exists.
-    public func cachePath(forKey key: String, processorIdentifier identifier: String = "") -> String {
-        diskStorage.cacheFileURL(forKey: Self.computedKey(key, processorIdentifier: identifier), extensionKey: key).path
+    ///
+    /// `forcedExtension` is the one the entry was stored with (`.forcedCacheFileExtension`), if any.
+    public func cachePath(forKey key: String, processorIdentifier identifier: String = "", forcedExtension: String? = nil) -> String {
+        diskStorage.cacheFileURL(
+            forKey: Self.computedKey(key, processorIdentifier: identifier), forcedExtension: forcedExtension, extensionKey: key).path
+    }
+
+    /// The disk file name for `key` and `processorIdentifier` (Kingfisher's `hash(forKey:)`): the
+    /// SHA-256 hex of the computed key, plus the extension the disk storage's settings give it.
+    public func hash(forKey key: String, processorIdentifier identifier: String = "", forcedExtension: String? = nil) -> String {
+        diskStorage.cacheFileName(
+            forKey: Self.computedKey(key, processorIdentifier: identifier), forcedExtension: forcedExtension, extensionKey: key)
     }
 
     /// The bytes taken by the disk cache, counted on the cache's queue.

@@ -20,6 +20,9 @@ public enum CallbackQueue: Sendable {
     /// Asynchronously on the given queue.
     case dispatch(DispatchQueue)
 
+    /// Asynchronously on `queue`: the same as ``dispatch(_:)``, under the name Kingfisher users also write.
+    public static func queue(_ queue: DispatchQueue) -> CallbackQueue { .dispatch(queue) }
+
     /// Runs `block` on this queue.
     public func execute(_ block: @escaping @Sendable () -> Void) {
         switch self {
