@@ -176,14 +176,20 @@ extension DiskStorage.Backend {
 
     /// Whether the preamble of a large file announces exactly its size, so reading it whole is worth the memory.
     private func hasPlausibleLayout(fd: Int32, size: Int) -> Bool {
+        readLayout(fd: fd, fileSize: size) != nil
+    }
+
+    /// Reads the 64-byte preamble of the open file `fd` and the lengths it announces,
+    /// checked against `fileSize`; nil when it is short or invalid.
+    func readLayout(fd: Int32, fileSize: Int) -> DiskEntryHeader.Layout? {
         var preamble = [UInt8](repeating: 0, count: DiskEntryHeader.preambleSize)
         let got = preamble.withUnsafeMutableBytes { raw in
             DiskFile.read(fd: fd, into: raw.baseAddress.unsafelyUnwrapped, count: raw.count, offset: 0)
         }
-        guard got == preamble.count else { return false }
-        return (try? preamble.withUnsafeBytes { raw throws(DiskEntryHeader.Defect) in
-            try DiskEntryHeader.layout(of: raw, fileSize: size)
-        }) != nil
+        guard got == preamble.count else { return nil }
+        return try? preamble.withUnsafeBytes { raw throws(DiskEntryHeader.Defect) in
+            try DiskEntryHeader.layout(of: raw, fileSize: fileSize)
+        }
     }
 
     /// Decodes the header in `bytes`, re-reading it up to twice if its checksum fails.
@@ -264,14 +270,7 @@ extension DiskStorage.Backend {
         guard fd >= 0 else { return nil }
         defer { DiskFile.close(fd) }
         guard let status = DiskFile.status(fd: fd), status.isRegularFile else { return nil }
-        var preamble = [UInt8](repeating: 0, count: DiskEntryHeader.preambleSize)
-        let got = preamble.withUnsafeMutableBytes { raw in
-            DiskFile.read(fd: fd, into: raw.baseAddress.unsafelyUnwrapped, count: raw.count, offset: 0)
-        }
-        guard got == preamble.count,
-              let layout = try? preamble.withUnsafeBytes({ raw throws(DiskEntryHeader.Defect) in
-                  try DiskEntryHeader.layout(of: raw, fileSize: status.size)
-              }) else { return nil }
+        guard let layout = readLayout(fd: fd, fileSize: status.size) else { return nil }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: layout.headerLength, alignment: 16)
         defer { buffer.deallocate() }
         guard DiskFile.read(fd: fd, into: buffer, count: layout.headerLength, offset: 0) == layout.headerLength else { return nil }

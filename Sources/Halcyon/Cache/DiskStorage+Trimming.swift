@@ -30,14 +30,7 @@ extension DiskStorage.Backend {
         }
         defer { DiskFile.close(fd) }
         guard let status = DiskFile.status(fd: fd), status.isRegularFile, status.size >= DiskEntryHeader.preambleSize else { return false }
-        var preamble = [UInt8](repeating: 0, count: DiskEntryHeader.preambleSize)
-        let got = preamble.withUnsafeMutableBytes { raw in
-            DiskFile.read(fd: fd, into: raw.baseAddress.unsafelyUnwrapped, count: raw.count, offset: 0)
-        }
-        guard got == preamble.count,
-              let layout = try? preamble.withUnsafeBytes({ raw throws(DiskEntryHeader.Defect) in
-                  try DiskEntryHeader.layout(of: raw, fileSize: status.size)
-              }) else {
+        guard let layout = readLayout(fd: fd, fileSize: status.size) else {
             discardCorrupt(path: path, status: status)
             return false
         }
