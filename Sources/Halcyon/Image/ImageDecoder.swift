@@ -82,7 +82,7 @@ public enum ImageDecoder {
     /// Encoded bytes opened for decoding: format sniffed, header read, limits
     /// checked, no pixel decoded yet. Pass it to `decode(_:options:)` to read
     /// the header once for both a plan and the decode.
-    public struct OpenedImage: @unchecked Sendable {
+    public struct OpenedImage: Sendable {
         /// Pixel width, as stored (before EXIF orientation).
         public let width: Int
         /// Height of one frame, as stored.
