@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps build run test test-asan test-tsan check bench bench-server soak clean
+.PHONY: deps test-deps build run test test-asan test-tsan check bench bench-server soak clean
 
 ## deps: install libvips-dev (and pkg-config) when missing.
 deps:
@@ -14,6 +14,11 @@ deps:
 		echo "==> installing libvips-dev with apt"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq pkg-config libvips-dev; \
 	fi
+
+## test-deps: deps, and redis-server (the shared-storage tests start their own on a free loopback port).
+test-deps: deps
+	@command -v redis-server >/dev/null 2>&1 || { echo "==> installing redis-server with apt"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
 
 ## build: debug build of the library and the `halcyon` tool.
 build: deps
@@ -27,8 +32,8 @@ run: build
 ## test: the whole test suite. Suites that measure time, CPU use or kill processes (TIMED_SUITES) run one
 ##       test at a time, so that two cores shared with other tests do not skew what they measure; every
 ##       other suite runs in parallel.
-TIMED_SUITES := RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerTests|ServerSafetyTests|ServerGateTests|CLITests
-test: deps
+TIMED_SUITES := RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerTests|ServerSafetyTests|ServerGateTests|CLITests|RedisClientTests|ServerSharedStorageTests
+test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_SUITES)'
@@ -40,7 +45,7 @@ test-asan: deps
 
 ## test-tsan: the downloader, cache, manager, prefetcher and view-target tests (with the 1000-caller
 ##            stress test) under ThreadSanitizer (own build folder). Any report fails the run.
-TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests|KingfisherParityTests
+TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests|KingfisherParityTests|RedisClientTests|DataStorageTierTests
 test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=0 $(SWIFT) test --disable-xctest --no-parallel --sanitize=thread --scratch-path .build/tsan --filter '$(TSAN_SUITES)'
 

@@ -48,6 +48,14 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "StorageTierBenchmark",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Halcyon", package: "Halcyon"),
+                .product(name: "HalcyonRedis", package: "Halcyon"),
+            ]
+        ),
+        .executableTarget(
             name: "MemoryBenchmark",
             dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import Halcyon
+import HalcyonRedis
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -23,6 +24,8 @@ public final class ImageServer: Service {
     private let downloader: ImageDownloader
     private let logger: Logger
     private let ownedCacheFolder: URL?
+    /// The client of the shared result storage, when configured.
+    private let sharedStore: RedisClient?
     private let ports = Locked<(main: Int?, metrics: Int?)>((nil, nil))
 
     /// Builds everything; throws on an invalid configuration.
@@ -58,8 +61,15 @@ public final class ImageServer: Service {
         let disk = try DiskStorage.Backend(config: DiskStorage.Config(name: "halcyon-server", directory: folder))
         let memory = MemoryStorage.Backend<Image>(config: MemoryStorage.Config(totalCostLimit: configuration.memoryCacheMegabytes * 1024 * 1024))
         let manager = HalcyonManager(downloader: downloader, cache: ImageCache(memoryStorage: memory, diskStorage: disk))
-        let results = try ResultStorage(folder: folder, megabytes: configuration.diskCacheMegabytes)
-        service = try ImageService(configuration: configuration, manager: manager, results: results, metrics: ServerMetrics(), logger: logger)
+        let metrics = ServerMetrics()
+        let redis = try configuration.redisConfiguration().map { RedisClient(configuration: $0) }
+        sharedStore = redis
+        let results = ResultStorage(
+            local: try DiskDataStorage(name: "halcyon-results", folder: folder, megabytes: configuration.diskCacheMegabytes),
+            shared: redis.map { RedisDataStorage(client: $0) },
+            sharedLifetime: configuration.redisTTL > 0 ? .seconds(configuration.redisTTL) : nil,
+            metrics: metrics, logger: logger)
+        service = try ImageService(configuration: configuration, manager: manager, results: results, metrics: metrics, logger: logger)
     }
 
     /// The bound main port once listening.
@@ -132,14 +142,15 @@ public final class ImageServer: Service {
     private func mainApplication() -> some Service {
         let service = self.service
         let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics))
+        router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics, negativeCacheTTL: configuration.negativeCacheTTL))
+        if configuration.traceEndpoint != nil { router.add(middleware: RequestTracingMiddleware()) }
         router.get("/health") { _, context in
             context.record.route = "health"
             return try await service.healthResponse()
         }
         if configuration.metricsPort == nil { addMetricsRoute(to: router) }
         let images = router.group()
-            .add(middleware: CachedResponseMiddleware(service: service))
+            .add(middleware: CachedResponseMiddleware(service: service, tracing: configuration.traceEndpoint != nil))
             .add(middleware: SignatureMiddleware(signer: service.signer))
         images.get("**") { request, context in try await service.image(request, context: context) }
         images.head("**") { request, context in try await service.image(request, context: context) }
@@ -175,7 +186,7 @@ public final class ImageServer: Service {
         guard let metricsPort = configuration.metricsPort else { return nil }
         let service = self.service
         let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics))
+        router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics, negativeCacheTTL: configuration.negativeCacheTTL))
         addMetricsRoute(to: router)
         return Application(
             router: router,
@@ -188,6 +199,7 @@ public final class ImageServer: Service {
     private func cleanUp() async {
         await downloader.shutdown()
         await gate.shutdown()
+        await sharedStore?.shutdown()
         if let ownedCacheFolder { try? FileManager.default.removeItem(at: ownedCacheFolder) }
     }
 }
@@ -195,10 +207,12 @@ public final class ImageServer: Service {
 extension ImageServer {
     /// Runs a server with `configuration` until SIGTERM or SIGINT (graceful), logging to stderr at `logLevel`.
     ///
-    /// `halcyon serve` is this after parsing its configuration. `onListening` gets the bound port.
+    /// `halcyon serve` is this after parsing its configuration. `services` run alongside (a trace exporter) and
+    /// stop after the server, so what it sends at shutdown is still exported. `onListening` gets the bound port.
     public static func runUntilSignalled(
         configuration: ServerConfiguration,
         logLevel: Logger.Level = .info,
+        services: [any Service] = [],
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) async throws {
         // glibc makes up to 8 malloc arenas per core, each keeping freed image
@@ -212,7 +226,7 @@ extension ImageServer {
         logger.logLevel = logLevel
         let server = try ImageServer(configuration: configuration, logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            services: services + [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         let announce = Task {
             if let port = try? await server.waitUntilListening() {
                 logger.info("listening on \(configuration.host):\(port)")

@@ -4,6 +4,7 @@ import Halcyon
 import Hummingbird
 import Logging
 import NIOCore
+import Tracing
 
 /// The handlers of the image service: `/health`, `/metrics` and image paths.
 ///
@@ -127,9 +128,9 @@ public final class ImageService: Sendable {
         // A local file is its own durable copy: only results of http(s) sources go to disk.
         let storesResult = source.url.map { !$0.isFileURL } ?? false
         if storesResult, let stored = await results.value(for: responseKey) {
-            metrics.cache("disk")
-            context.record.cacheTier = "disk"
-            return remember(stored, rawKey: rawKey, request: request, varyAccept: explicit == nil)
+            metrics.cache(stored.tier)
+            context.record.cacheTier = stored.tier
+            return remember(stored.entry, rawKey: rawKey, request: request, varyAccept: explicit == nil)
         }
         try checkLocalSize(source)
 
@@ -203,15 +204,21 @@ public final class ImageService: Sendable {
         try checkResult(image)
         let encoding = encodingPolicy.encoding(for: image, as: explicit ?? negotiated, quality: quality)
         let body: Data
+        let span = startSpan("halcyon.encode", context: ServiceContext.current ?? .topLevel)
+        span.attributes["halcyon.format"] = encoding.format.rawValue
+        defer { span.end() }
         do {
             body = try await RenderCancellation.perform(on: encodeQueue) { () throws(HalcyonError) -> Data in
                 try ImageEncoder.encode(image, as: encoding)
             }
         } catch {
+            span.recordError(error)
             throw ServerError.from(error)
         }
+        span.attributes["halcyon.bytes"] = body.count
         let processing = (ContinuousClock.now - started) - .milliseconds(Int64(downloadSeconds * 1000))
         metrics.processing(max(.zero, processing))
+        metrics.computed()
         let digest = SHA256.hash(data: body)
         let etag = "\"" + Data(digest.prefix(16)).hexString + "\""
         return ResponseCache.Entry(body: body, contentType: encoding.format.mimeType, etag: etag)
@@ -267,7 +274,7 @@ public final class ImageService: Sendable {
         var headers = HTTPFields()
         headers[.eTag] = entry.etag
         headers[.lastModified] = entry.lastModified
-        headers[.cacheControl] = "public, max-age=\(configuration.cacheMaxAge)"
+        headers[.cacheControl] = configuration.successCacheControl
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
         headers[.xContentTypeOptions] = "nosniff"
         if varyAccept { headers[.vary] = "Accept" }

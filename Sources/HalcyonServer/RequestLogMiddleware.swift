@@ -13,6 +13,8 @@ struct RequestLogMiddleware: RouterMiddleware {
 
     let logger: Logger
     let metrics: ServerMetrics
+    /// `max-age` of 404 and 422 answers; 0 sends `no-store` for them too.
+    let negativeCacheTTL: Int
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
@@ -31,6 +33,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         }
         let elapsed = ContinuousClock.now - start
         let status = Int(response.status.code)
+        if status >= 400 { response.headers[.cacheControl] = errorCacheControl(status: status) }
         let record = context.record
         metrics.request(route: record.route, status: status)
         metrics.total(elapsed)
@@ -43,6 +46,12 @@ struct RequestLogMiddleware: RouterMiddleware {
             cache=\(record.cacheTier ?? "-")\(record.errorCode.map { " error=\($0)" } ?? "")
             """)
         return response
+    }
+
+    /// Errors are not cached, except 404 and 422 for `negativeCacheTTL` seconds (a missing or unusable source
+    /// asked again and again by a CDN's clients costs one origin fetch per TTL, not one per request).
+    func errorCacheControl(status: Int) -> String {
+        (status == 404 || status == 422) && negativeCacheTTL > 0 ? "public, max-age=\(negativeCacheTTL)" : "no-store"
     }
 
     /// A duration in milliseconds with one decimal.

@@ -79,6 +79,20 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var memoryCacheMegabytes = 0
     /// Encoded responses kept in memory, MiB. Default 16.
     public var responseCacheMegabytes = 16
+    /// Shared result storage for a fleet, `redis://[[user]:password@]host[:port][/db]`; nil: none.
+    /// Results computed by any node are written there and read on local misses.
+    public var redisURL: String?
+    /// Seconds a result lives in the shared storage; 0 keeps it until Redis evicts it. Default 604800 (a week).
+    public var redisTTL = 604_800
+    /// Seconds one call to the shared storage may take before it counts as a miss. Default 0.25.
+    public var redisTimeout = 0.25
+    /// Adds `immutable` to the `Cache-Control` of signed results: the operator promises sources never change. Default false.
+    public var cacheImmutable = false
+    /// `Cache-Control: max-age` of 404 and 422 answers, seconds; 0 sends `no-store`, as every other error does. Default 10.
+    public var negativeCacheTTL = 10
+    /// OTLP/HTTP endpoint traces are exported to (e.g. `http://127.0.0.1:4318`); nil: no tracing. The `halcyon`
+    /// tool bootstraps the exporter; the server adds its spans whenever this is set.
+    public var traceEndpoint: String?
 
     /// Makes the defaults.
     public init() {}
@@ -151,6 +165,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard (0...65535).contains(port), metricsPort.map({ (0...65535).contains($0) }) ?? true else {
             throw ConfigurationError(message: "ports must be in 0...65535")
         }
+        try validateFleetSettings()
     }
 
     /// A configuration error.
@@ -232,6 +247,12 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         if let v = try int("HALCYON_DISK_CACHE_MB") { diskCacheMegabytes = v }
         if let v = try int("HALCYON_MEMORY_CACHE_MB") { memoryCacheMegabytes = v }
         if let v = try int("HALCYON_RESPONSE_CACHE_MB") { responseCacheMegabytes = v }
+        if let v = env["HALCYON_REDIS_URL"] { redisURL = v.isEmpty ? nil : v }
+        if let v = try int("HALCYON_REDIS_TTL") { redisTTL = v }
+        if let v = try double("HALCYON_REDIS_TIMEOUT") { redisTimeout = v }
+        if let v = bool("HALCYON_CACHE_IMMUTABLE") { cacheImmutable = v }
+        if let v = try int("HALCYON_NEGATIVE_CACHE_TTL") { negativeCacheTTL = v }
+        if let v = env["HALCYON_TRACE_ENDPOINT"] { traceEndpoint = v.isEmpty ? nil : v }
     }
 
     /// The effective values as sorted JSON, keys and salts masked.
@@ -239,10 +260,11 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         var shown = self
         shown.keys = keys.map { _ in "<redacted>" }
         shown.salts = salts.map { _ in "<redacted>" }
+        shown.redisURL = redisURL.map(Self.redactingPassword)
         guard let encoded = try? JSONEncoder().encode(shown),
               var object = (try? JSONSerialization.jsonObject(with: encoded)) as? [String: Any] else { return "{}" }
         // Unset optional values are shown as null rather than left out.
-        for name in ["metricsPort", "metricsHost", "localRoot", "cacheDirectory"] where object[name] == nil { object[name] = NSNull() }
+        for name in ["metricsPort", "metricsHost", "localRoot", "cacheDirectory", "redisURL", "traceEndpoint"] where object[name] == nil { object[name] = NSNull() }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
             return "{}"
         }
@@ -285,6 +307,12 @@ private struct PartialConfiguration: Decodable {
     var diskCacheMegabytes: Int?
     var memoryCacheMegabytes: Int?
     var responseCacheMegabytes: Int?
+    var redisURL: String?
+    var redisTTL: Int?
+    var redisTimeout: Double?
+    var cacheImmutable: Bool?
+    var negativeCacheTTL: Int?
+    var traceEndpoint: String?
 
     func applied(to base: ServerConfiguration) -> ServerConfiguration {
         var c = base
@@ -321,6 +349,12 @@ private struct PartialConfiguration: Decodable {
         if let diskCacheMegabytes { c.diskCacheMegabytes = diskCacheMegabytes }
         if let memoryCacheMegabytes { c.memoryCacheMegabytes = memoryCacheMegabytes }
         if let responseCacheMegabytes { c.responseCacheMegabytes = responseCacheMegabytes }
+        if let redisURL { c.redisURL = redisURL }
+        if let redisTTL { c.redisTTL = redisTTL }
+        if let redisTimeout { c.redisTimeout = redisTimeout }
+        if let cacheImmutable { c.cacheImmutable = cacheImmutable }
+        if let negativeCacheTTL { c.negativeCacheTTL = negativeCacheTTL }
+        if let traceEndpoint { c.traceEndpoint = traceEndpoint }
         return c
     }
 }

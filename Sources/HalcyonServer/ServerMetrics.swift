@@ -45,9 +45,19 @@ public final class ServerMetrics: Sendable {
         counter("halcyon_errors_total", [("code", code)]).increment()
     }
 
-    /// Counts where a processed image came from: memory, disk, none (loaded), response (encoded bytes reused).
+    /// Counts where a processed image came from: memory, disk, none (loaded), response (encoded bytes reused), or a shared tier by name (redis).
     public func cache(_ kind: String) {
         counter("halcyon_cache_results_total", [("type", kind)]).increment()
+    }
+
+    /// Counts a result computed here (decoded, processed and encoded), as opposed to one served from a cache tier.
+    public func computed() {
+        counter("halcyon_results_computed_total", []).increment()
+    }
+
+    /// Counts a failed call to a shared storage tier (it reads as a miss).
+    public func storageError(tier: String) {
+        counter("halcyon_storage_errors_total", [("tier", tier)]).increment()
     }
 
     /// Records the download part of a request.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Halcyon
 import HalcyonServer
+import ServiceLifecycle
 
 /// `halcyon serve`: runs the HTTP image service until SIGTERM or SIGINT.
 ///
@@ -45,6 +46,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Download idle timeout, seconds.") var downloadTimeout: Double?
     @Option(help: "Request timeout, seconds.") var requestTimeout: Double?
     @Option(help: "Disk cache folder.") var cacheDir: String?
+    @Option(help: "Shared result storage for a fleet: redis://[[user]:password@]host[:port][/db].") var redisURL: String?
+    @Option(help: "Seconds a result lives in Redis (0: until Redis evicts it).") var redisTTL: Int?
+    @Option(help: "Seconds one Redis call may take before it counts as a miss.") var redisTimeout: Double?
+    @Option(help: "Cache-Control max-age of results, seconds.") var cacheMaxAge: Int?
+    @Flag(help: "Add `immutable` to Cache-Control of signed results (sources never change).") var cacheImmutable = false
+    @Option(help: "Cache-Control max-age of 404 and 422 answers, seconds (0: no-store).") var negativeCacheTTL: Int?
+    @Option(help: "Export traces with OTLP/HTTP to this endpoint (e.g. http://127.0.0.1:4318); off when unset.") var traceEndpoint: String?
     @Flag(help: "Print the effective configuration and exit.") var printConfig = false
 
     func run() async throws {
@@ -54,6 +62,27 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.message)
         }
+        try applyFlags(to: &settings)
+        if printConfig {
+            print(settings.printable())
+            return
+        }
+        do {
+            try settings.validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+        let tracing: (any Service)?
+        do {
+            tracing = try TraceExport.bootstrap(settings)
+        } catch {
+            throw ValidationError("cannot start trace export to \(settings.traceEndpoint ?? ""): \(error)")
+        }
+        try await ImageServer.runUntilSignalled(configuration: settings, services: tracing.map { [$0] } ?? [])
+    }
+
+    /// The command-line flags over the file and environment settings.
+    private func applyFlags(to settings: inout ServerConfiguration) throws {
         if let host { settings.host = host }
         if let port { settings.port = port }
         if let metricsPort { settings.metricsPort = metricsPort }
@@ -85,16 +114,12 @@ struct ServeCommand: AsyncParsableCommand {
         if let downloadTimeout { settings.downloadTimeout = downloadTimeout }
         if let requestTimeout { settings.requestTimeout = requestTimeout }
         if let cacheDir { settings.cacheDirectory = cacheDir }
-
-        if printConfig {
-            print(settings.printable())
-            return
-        }
-        do {
-            try settings.validate()
-        } catch {
-            throw ValidationError(error.message)
-        }
-        try await ImageServer.runUntilSignalled(configuration: settings)
+        if let redisURL { settings.redisURL = redisURL }
+        if let redisTTL { settings.redisTTL = redisTTL }
+        if let redisTimeout { settings.redisTimeout = redisTimeout }
+        if let cacheMaxAge { settings.cacheMaxAge = cacheMaxAge }
+        if cacheImmutable { settings.cacheImmutable = true }
+        if let negativeCacheTTL { settings.negativeCacheTTL = negativeCacheTTL }
+        if let traceEndpoint { settings.traceEndpoint = traceEndpoint }
     }
 }

@@ -85,6 +85,8 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case corruptEntry(path: String, message: String)
         /// A storage configuration value is invalid, such as a path extension that is not 1–20 letters or digits.
         case invalidConfiguration(message: String)
+        /// A storage tier (a shared store such as Redis) could not be reached or answered wrongly; read as a miss.
+        case storageUnavailable(tier: String, message: String)
     }
 
     /// Why an image could not be decoded, processed or encoded.

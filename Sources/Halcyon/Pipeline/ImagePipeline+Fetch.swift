@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 
 /// Bytes from the network or a provider.
 struct FetchedData: Sendable {
@@ -97,16 +98,32 @@ extension ImagePipeline {
         let loading = DataLoadingRequest(
             url: url, requestModifier: request.requestModifier, redirectHandler: request.redirectHandler,
             progressBlock: request.progressBlock, validators: validators, priority: priority)
+        // The fetch span is the current context while loading, so the HTTP client's own span (AsyncHTTPClient
+        // traces with the bootstrapped tracer) is its child and sends the trace context on to the origin.
+        let span = startSpan("halcyon.fetch", context: request.serviceContext, ofKind: .internal)
+        defer { span.end() }
+        span.attributes["server.address"] = url.host
+        let outcome = await ServiceContext.withValue(span.context) { () async -> Result<DataLoadingResult, HalcyonError> in
+            do throws(HalcyonError) {
+                return .success(try await request.loader.loadData(loading))
+            } catch {
+                return .failure(error)
+            }
+        }
         do throws(HalcyonError) {
-            let result = try await request.loader.loadData(loading)
+            let result = try outcome.get()
             failedURLs.remove(url)
             switch result {
             case .notModified:
+                span.attributes["http.response.status_code"] = 304
                 return .notModified
             case .loaded(let loaded):
+                span.attributes["http.response.body.size"] = loaded.data.count
                 return .loaded(FetchedData(data: loaded.data, response: loaded.response, metrics: loaded.metrics))
             }
         } catch {
+            span.recordError(error)
+            span.setStatus(SpanStatus(code: .error))
             if FailedURLBlocklist.isPermanent(error) { failedURLs.insert(url) }
             throw error
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Tracing
 
 /// One retrieve attempt as the pipeline sees it: the caller's options parsed once into narrow parts.
 ///
@@ -31,6 +32,9 @@ struct PipelineRequest: Sendable {
     let processingQueue: CallbackQueue?
     let dataKey: FetchDataKey
     let priority: LoadPriority
+    /// The caller's trace context when the attempt began: the parent of the stages' spans (a coalesced stage
+    /// belongs to the attempt that started it).
+    let serviceContext: ServiceContext
 
     init(source: Source, key: String, options: HalcyonParsedOptionsInfo, cache: ImageCache, loader: any DataLoading,
          progressBlock: DownloadProgressBlock?, exclusiveID: () -> UInt64) {
@@ -64,6 +68,7 @@ struct PipelineRequest: Sendable {
             origin: source.fetchOrigin, loader: ObjectIdentifier(self.loader), retryFailed: options.retryFailed,
             validators: nil, exclusive: exclusive ? exclusiveID() : nil)
         priority = LoadPriority(options.downloadPriority)
+        serviceContext = ServiceContext.current ?? .topLevel
     }
 
     /// The key of the whole attempt.
