@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps test-deps build run test test-asan test-tsan check bench bench-server soak clean
+.PHONY: deps test-deps test-fleet build run test test-asan test-tsan check bench bench-server soak clean
 
 ## deps: install libvips-dev (and pkg-config) when missing.
 deps:
@@ -48,6 +48,13 @@ test-asan: deps
 TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests|KingfisherParityTests|RedisClientTests|DataStorageTierTests
 test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=0 $(SWIFT) test --disable-xctest --no-parallel --sanitize=thread --scratch-path .build/tsan --filter '$(TSAN_SUITES)'
+
+## test-fleet: 3 `halcyon serve` nodes sharing a redis-server behind nginx (deploy/nginx/halcyon.conf), one
+##             node SIGKILLed mid-run: zero failed requests, each repeated URL computed once, nginx cache hits,
+##             results shared through Redis. Installs nginx and redis-server with apt when missing.
+test-fleet: test-deps
+	$(SWIFT) build --product halcyon
+	HALCYON_BIN="$$($(SWIFT) build --show-bin-path)/halcyon" bash scripts/test-fleet.sh
 
 ## check: what CI runs after `make test`: both sanitizer runs.
 check: test test-asan test-tsan

@@ -1,5 +1,6 @@
 import Foundation
 import Halcyon
+import Tracing
 
 /// The processing options of one request, in imgproxy's grammar: path
 /// segments `name:arg:arg`, e.g. `rs:fill:300:200/g:no/q:80/bl:2/rd:12/bw/tint:ff0000`.
@@ -192,7 +193,7 @@ public struct ProcessingOptions: Sendable, Hashable {
         let resizes = width > 0 || height > 0
         if resizes {
             steps.append(ThumbnailStep(mode: resizeMode, width: width, height: height, gravity: gravity, limits: limits,
-                                       admission: admission).processor)
+                                       admission: admission, trace: ServiceContext.current).processor)
         }
         if let blur, blur > 0 { steps.append(BlurImageProcessor(blurRadius: CGFloat(blur))) }
         if blackWhite { steps.append(BlackWhiteProcessor()) }
@@ -217,6 +218,8 @@ struct ThumbnailStep: Sendable {
     let limits: ImageDecodingOptions
     /// Checked with the opened source before any pixel is decoded.
     var admission: MemoryAdmission? = nil
+    /// The request's trace context: `halcyon.decode` and `halcyon.process` spans are its children.
+    var trace: ServiceContext? = nil
 
     var processor: GeneralProcessor {
         let step = self
@@ -255,6 +258,8 @@ struct ThumbnailStep: Sendable {
         case .image(let decoded):
             image = decoded
         case .data(let data):
+            let span = trace.map { startSpan("halcyon.decode", context: $0) }
+            defer { span?.end() }
             var decoding = options.decodingOptions
             let header = try ImageDecoder.open(data, options: decoding)
             try admission?.admit(header)
@@ -278,6 +283,9 @@ struct ThumbnailStep: Sendable {
         }
         let computed = target(sourceWidth: image.width, sourceHeight: image.height)
         let size = planned ?? (computed.width, computed.height)
+        let span = trace.map { startSpan("halcyon.process", context: $0) }
+        defer { span?.end() }
+        span?.attributes["halcyon.size"] = "\(size.width)x\(size.height)"
         switch mode {
         case .fill where width > 0 && height > 0:
             let scale = max(Double(size.width) / Double(image.width), Double(size.height) / Double(image.height))

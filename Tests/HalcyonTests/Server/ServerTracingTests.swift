@@ -86,7 +86,7 @@ struct ServerTracingTests {
         let status = try await Self.get("http://127.0.0.1:\(serve.port)\(path)", headers: [("traceparent", "00-\(traceID)-\(parentID)-01")])
         #expect(status == 200)
 
-        let wanted: Set = ["halcyon.request", "halcyon.cache.lookup", "halcyon.fetch", "halcyon.encode"]
+        let wanted: Set = ["halcyon.request", "halcyon.cache.lookup", "halcyon.fetch", "halcyon.decode", "halcyon.process", "halcyon.encode"]
         var inTrace: [OTLPReceiver.ReceivedSpan] = []
         for _ in 0..<100 {
             inTrace = receiver.spans.filter { $0.traceID == traceID }
