@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps test-deps test-fleet build run test test-asan test-tsan check bench bench-server soak clean
+.PHONY: deps test-deps test-fleet bench-fleet bench-tracing build run test test-asan test-tsan check bench bench-server soak clean
 
 ## deps: install libvips-dev (and pkg-config) when missing.
 deps:
@@ -61,13 +61,13 @@ check: test test-asan test-tsan
 
 ## bench: release-mode side-by-side benchmarks in one run; writes bench-results.md (a summary of every
 ##        ratio, then each benchmark's table). Installs the peers it compares against when missing:
-##        vipsthumbnail, curl, wrk, nginx (Debian), Pillow and thumbor (PyPI).
-BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark RetrieveHitBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark ServerBenchmark
+##        vipsthumbnail, curl, wrk, nginx, redis-server (Debian), Pillow and thumbor (PyPI).
+BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark StorageTierBenchmark RetrieveHitBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark ServerBenchmark
 BENCH_WORK := $(CURDIR)/.build/bench
 bench: deps
 	@command -v vipsthumbnail >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 \
-		&& command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools curl wrk nginx python3-pip; }
+		&& command -v nginx >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools curl wrk nginx redis-server python3-pip; }
 	@python3 -c 'import PIL' 2>/dev/null || pip install -q pillow || pip install -q --break-system-packages pillow
 	@command -v thumbor >/dev/null 2>&1 || pip install -q thumbor || pip install -q --break-system-packages thumbor
 	@rm -rf $(BENCH_WORK) bench-results.md && mkdir -p $(BENCH_WORK)
@@ -86,6 +86,16 @@ bench: deps
 	echo; echo "| benchmark | comparison | result | goal | met |"; cat $(BENCH_WORK)/summary.md 2>/dev/null; echo; \
 	echo "==> results in bench-results.md"; \
 	if [ -n "$$failed" ]; then echo "benchmarks that failed or missed their goal:$$failed"; exit 1; fi
+
+## bench-fleet: req/s of 3 nodes (sharing redis-server) vs 1 node behind the recipe's nginx, cold and mixed
+##              workloads, with nginx's hit ratio (scripts/bench-fleet.sh). bench-tracing: req/s with and
+##              without --trace-endpoint on a cache hit and a full request (scripts/bench-tracing.sh).
+bench-fleet: deps
+	$(SWIFT) build -c release --product halcyon
+	HALCYON_BIN="$$($(SWIFT) build -c release --show-bin-path)/halcyon" bash scripts/bench-fleet.sh
+bench-tracing: deps
+	$(SWIFT) build -c release --product halcyon
+	HALCYON_BIN="$$($(SWIFT) build -c release --show-bin-path)/halcyon" bash scripts/bench-tracing.sh
 
 ## soak: a release `halcyon serve` under an unsigned /health flood plus signed uncached resizes (with
 ##       worst-case requests and bad signatures) for SOAK_SECONDS (default 600); fails on a crash, an

@@ -275,6 +275,26 @@ int hc_is_uchar_srgb(const VipsImage *image) {
 
 int hc_orientation(VipsImage *image) { return vips_image_get_orientation(image); }
 
+const char *hc_interpretation(VipsImage *image) {
+    const char *nick = vips_enum_nick(VIPS_TYPE_INTERPRETATION, vips_image_get_interpretation(image));
+    return nick ? nick : "unknown";
+}
+
+int hc_has_field(VipsImage *image, const char *name) { return vips_image_get_typeof(image, name) != 0; }
+
+int hc_string_field(VipsImage *image, const char *name, const char **out) {
+    *out = NULL;
+    if (vips_image_get_typeof(image, name) != G_TYPE_STRING) {
+        return -1;
+    }
+    if (vips_image_get_string(image, name, out) != 0) {
+        vips_error_clear();
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int hc_delays(VipsImage *image, int *delays, int capacity) {
     if (vips_image_get_typeof(image, "delay") == 0) {
         return 0;

@@ -149,8 +149,9 @@ public final class ImageServer: Service {
             return try await service.healthResponse()
         }
         if configuration.metricsPort == nil { addMetricsRoute(to: router) }
+        router.get("/info/**") { request, context in try await service.info(request, context: context) }
         let images = router.group()
-            .add(middleware: CachedResponseMiddleware(service: service, tracing: configuration.traceEndpoint != nil))
+            .add(middleware: CachedResponseMiddleware(service: service))
             .add(middleware: SignatureMiddleware(signer: service.signer))
         images.get("**") { request, context in try await service.image(request, context: context) }
         images.head("**") { request, context in try await service.image(request, context: context) }

@@ -36,7 +36,7 @@ public final class ImageService: Sendable {
     private let health: HealthMonitor
     private let logger: Logger
     /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
-    private let encodeQueue = PipelineQueues.shared.encode
+    let encodeQueue = PipelineQueues.shared.encode
 
     /// Makes the handlers; `configuration` must have passed ``ServerConfiguration/validate()``.
     init(
@@ -151,7 +151,7 @@ public final class ImageService: Sendable {
         }
     }
 
-    private func resolve(_ text: String) throws(ServerError) -> Source {
+    func resolve(_ text: String) throws(ServerError) -> Source {
         do {
             return try resolver.resolve(text)
         } catch {
@@ -165,7 +165,7 @@ public final class ImageService: Sendable {
         }
     }
 
-    private func checkLocalSize(_ source: Source) throws(ServerError) {
+    func checkLocalSize(_ source: Source) throws(ServerError) {
         if case .provider(let provider) = source, let url = provider.contentURL,
            let size = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int,
            size > configuration.maxSourceBytes {

@@ -4,9 +4,12 @@ import Tracing
 
 /// One server span per request (`halcyon.request`), child of the caller's
 /// trace when the request carries W3C trace context (`traceparent`), and the
-/// task-local context of everything the handler does: cache lookups, the
-/// origin fetch (which propagates the context to the origin), decode,
-/// process and encode spans are its children.
+/// task-local context of everything the handler does: the disk and Redis
+/// lookups, the origin fetch (whose HTTP client span carries the context to
+/// the origin), decode, process and encode spans are its children. The
+/// in-memory response cache gets no span of its own (a dictionary read would
+/// cost less than its span): a hit there is `halcyon.cache.tier = response`
+/// on this span.
 ///
 /// Installed only when tracing is configured (``ServerConfiguration/traceEndpoint``).
 /// The span names the path without its signature, as the request log does,

@@ -14,6 +14,6 @@ struct HalcyonCommand: AsyncParsableCommand {
             69 source unavailable (unreachable host, timeout, HTTP error).
             """,
         version: HalcyonVersion.string,
-        subcommands: [FetchCommand.self, PrefetchCommand.self, ProcessCommand.self, CacheCommand.self, ServeCommand.self, VersionCommand.self]
+        subcommands: [FetchCommand.self, PrefetchCommand.self, ProcessCommand.self, InfoCommand.self, CacheCommand.self, ServeCommand.self, VersionCommand.self]
     )
 }

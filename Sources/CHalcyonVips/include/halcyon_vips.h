@@ -85,6 +85,12 @@ int hc_n_pages(VipsImage *image);
 int hc_is_uchar_srgb(const VipsImage *image);
 /** The EXIF orientation, 1 to 8 (1 when absent or invalid). */
 int hc_orientation(VipsImage *image);
+/** libvips' name of the image's colour interpretation (srgb, b-w, cmyk, rgb16, …); never NULL. */
+const char *hc_interpretation(VipsImage *image);
+/** 1 when the image carries metadata field `name` (exif-data, xmp-data, icc-profile-data, …). */
+int hc_has_field(VipsImage *image, const char *name);
+/** Points *out at the image's string field `name` (owned by the image) and returns 0; -1 when it has none. */
+int hc_string_field(VipsImage *image, const char *name, const char **out);
 /** Copies up to capacity frame delays (ms) into delays; returns how many exist. */
 int hc_delays(VipsImage *image, int *delays, int capacity);
 /** Loop count of an animation (0 = forever), or 0 when absent. */
