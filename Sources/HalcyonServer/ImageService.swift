@@ -111,6 +111,9 @@ public final class ImageService: Sendable {
         } catch {
             throw ServerError(status: 400, code: "invalid_option", message: "option \"\(error.option)\": \(error.message)")
         }
+        if let expires = options.expires, Double(expires) < Date().timeIntervalSince1970 {
+            throw ServerError(status: 404, code: "expired", message: "the URL expired at \(expires)")
+        }
         let source = try resolve(parsed.source)
 
         // Output format: extension or f:, else Accept, else the source's.
@@ -130,7 +133,7 @@ public final class ImageService: Sendable {
         if storesResult, let stored = await results.value(for: responseKey) {
             metrics.cache(stored.tier)
             context.record.cacheTier = stored.tier
-            return remember(stored.entry, rawKey: rawKey, request: request, varyAccept: explicit == nil)
+            return remember(stored.entry, rawKey: rawKey, request: request, varyAccept: explicit == nil, options: options)
         }
         try checkLocalSize(source)
 
@@ -139,7 +142,7 @@ public final class ImageService: Sendable {
             try await self.produce(source: source, processor: guarded, explicit: explicit, negotiated: negotiated, quality: options.quality, record: context.record)
         }
         if storesResult { results.store(entry, for: responseKey) }
-        return remember(entry, rawKey: rawKey, request: request, varyAccept: explicit == nil)
+        return remember(entry, rawKey: rawKey, request: request, varyAccept: explicit == nil, options: options)
     }
 
     /// The parsed image path, or a 400 naming the problem.
@@ -269,9 +272,14 @@ public final class ImageService: Sendable {
     }
 
     /// Builds the entry's headers once, keeps it in the response cache and answers with it.
-    private func remember(_ entry: ResponseCache.Entry, rawKey: String, request: Request, varyAccept: Bool) -> Response {
+    private func remember(
+        _ entry: ResponseCache.Entry, rawKey: String, request: Request, varyAccept: Bool, options: ProcessingOptions
+    ) -> Response {
         var entry = entry
         var headers = HTTPFields()
+        if options.filename != nil || options.attachment {
+            headers[.contentDisposition] = Self.contentDisposition(options, contentType: entry.contentType)
+        }
         headers[.eTag] = entry.etag
         headers[.lastModified] = entry.lastModified
         headers[.cacheControl] = configuration.successCacheControl
@@ -295,6 +303,18 @@ public final class ImageService: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// `inline` or `attachment`, with the `fn:` name (or `image`) and the output format's extension, quoted and
+    /// percent-encoded (RFC 6266 `filename*`).
+    static func contentDisposition(_ options: ProcessingOptions, contentType: String) -> String {
+        let base = options.filename ?? "image"
+        let ext = ImageFormat.allCases.first { $0.mimeType == contentType }.map { $0 == .jpeg ? "jpg" : $0.rawValue } ?? "bin"
+        let name = base + "." + ext
+        let ascii = String(name.unicodeScalars.map { $0.isASCII && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
+        let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        let encoded = name.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ascii
+        return (options.attachment ? "attachment" : "inline") + "; filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)"
+    }
 
     static func matches(_ header: String, etag: String) -> Bool {
         header.split(separator: ",").contains { candidate in

@@ -63,9 +63,10 @@ final class MemoryAdmission: Sendable {
     /// The result size and the pixels decoded for a source of `width` × `height`.
     static func plan(options: ProcessingOptions, width: Int, height: Int, format: ImageFormat) -> (width: Int, height: Int, resultPixels: Int, decodePixels: Int) {
         let sourcePixels = width * height
-        guard options.width > 0 || options.height > 0 else { return (width, height, sourcePixels, sourcePixels) }
-        let step = ThumbnailStep(mode: options.resizeMode, width: options.width, height: options.height, gravity: options.gravity, limits: ImageDecodingOptions())
-        let target = step.target(sourceWidth: width, sourceHeight: height)
+        guard options.width > 0 || options.height > 0 || options.zoom * options.dpr < 1 else {
+            return (width, height, sourcePixels, sourcePixels)
+        }
+        let target = options.thumbnailStep(limits: ImageDecodingOptions()).target(sourceWidth: width, sourceHeight: height)
         let resultPixels = target.width * target.height
         // libjpeg's shrink lands at most twice the target per side; other formats decode whole.
         let decodePixels = format == .jpeg ? min(sourcePixels, max(resultPixels, 1) * 4) : sourcePixels

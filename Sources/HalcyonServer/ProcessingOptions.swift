@@ -16,6 +16,10 @@ public struct ProcessingOptions: Sendable, Hashable {
         case fill
         /// Exactly the box, aspect ignored.
         case force
+        /// Like fill; a source smaller than the box is cropped to the box's aspect ratio instead.
+        case fillDown = "fill-down"
+        /// Fill when the source and the box are both landscape or both portrait, else fit.
+        case auto
     }
 
     /// Where a `fill` crop is anchored.
@@ -65,6 +69,16 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var blackWhite = false
     /// Tint colour.
     public var tint: Color?
+    /// `z:`: multiplies the target size (or, without one, the source's size), never enlarging. Default 1.
+    public var zoom = 1.0
+    /// `dpr:`: device pixel ratio, multiplies the target size like zoom. Default 1.
+    public var dpr = 1.0
+    /// `exp:`: Unix time after which the URL is refused (404 `expired`).
+    public var expires: Int?
+    /// `fn:`: the file name of `Content-Disposition` (without extension; the output format's is added).
+    public var filename: String?
+    /// `att:`: `Content-Disposition: attachment` instead of `inline`.
+    public var attachment = false
 
     /// Makes the default options (no processing).
     public init() {}
@@ -82,6 +96,11 @@ public struct ProcessingOptions: Sendable, Hashable {
         var options = ProcessingOptions()
         for segment in segments where !segment.isEmpty {
             try OptionSegment(segment, maxDimension: maxDimension).apply(to: &options)
+        }
+        let step = options.thumbnailStep(limits: ImageDecodingOptions())
+        guard step.width <= maxDimension, step.height <= maxDimension else {
+            throw ParseError(option: options.dpr != 1 ? "dpr" : "z", message: "the size times zoom and pixel ratio, "
+                + "\(step.width)x\(step.height), exceeds the limit of \(maxDimension)")
         }
         return options
     }
@@ -124,11 +143,25 @@ public struct ProcessingOptions: Sendable, Hashable {
         func apply(to options: inout ProcessingOptions) throws(ParseError) {
             switch name {
             case "rs", "resize":
-                guard (1...3).contains(args.count) else { throw fail("expected rs:{fit|fill|force}:{w}:{h}") }
-                guard let mode = ResizeMode(rawValue: args[0]) else { throw fail("resize mode must be fit, fill or force") }
-                options.resizeMode = mode
+                guard (1...3).contains(args.count) else { throw fail("expected rs:{fit|fill|fill-down|force|auto}:{w}:{h}") }
+                options.resizeMode = try mode(args[0])
                 if args.count > 1, !args[1].isEmpty { options.width = try size(args[1]) }
                 if args.count > 2, !args[2].isEmpty { options.height = try size(args[2]) }
+            case "s", "size":
+                guard (1...2).contains(args.count) else { throw fail("expected s:{w}:{h}") }
+                if !args[0].isEmpty { options.width = try size(args[0]) }
+                if args.count > 1, !args[1].isEmpty { options.height = try size(args[1]) }
+            case "rt", "resizing_type":
+                guard args.count == 1 else { throw fail("expected rt:{fit|fill|fill-down|force|auto}") }
+                options.resizeMode = try mode(args[0])
+            default:
+                try applyOther(to: &options)
+            }
+        }
+
+        /// The options that are not sizes.
+        func applyOther(to options: inout ProcessingOptions) throws(ParseError) {
+            switch name {
             case "w", "width":
                 guard args.count == 1 else { throw fail("expected w:{width}") }
                 options.width = try size(args[0])
@@ -163,8 +196,67 @@ public struct ProcessingOptions: Sendable, Hashable {
                 guard args.count == 1, let color = Color(hex: args[0]) else { throw fail("expected tint:{hex colour}") }
                 options.tint = color
             default:
+                try applyDelivery(to: &options)
+            }
+        }
+
+        /// Zoom, pixel ratio, expiry, file name and cache buster.
+        func applyDelivery(to options: inout ProcessingOptions) throws(ParseError) {
+            switch name {
+            case "z", "zoom":
+                guard (1...2).contains(args.count) else { throw fail("expected z:{factor}") }
+                let factors = try args.map { text throws(ParseError) in try number(text, 0.0001...1000) }
+                guard factors.allSatisfy({ $0 == factors[0] }) else { throw fail("separate x and y zoom factors are not supported") }
+                options.zoom = factors[0]
+            case "dpr":
+                guard args.count == 1 else { throw fail("expected dpr:{ratio}") }
+                options.dpr = try number(args[0], 0.0001...8)
+            case "exp", "expires":
+                guard args.count == 1, let time = Int(args[0]) else { throw fail("expected exp:{unix time}") }
+                options.expires = time
+            case "fn", "filename":
+                guard (1...2).contains(args.count), !args[0].isEmpty else { throw fail("expected fn:{name}[:{base64 encoded}]") }
+                options.filename = try filename(args)
+            case "att", "return_attachment":
+                options.attachment = try flag()
+            case "cb", "cachebuster":
+                // Only changes the URL (and so every cache key); nothing to do.
+                guard args.count == 1 else { throw fail("expected cb:{string}") }
+            default:
                 throw ParseError(option: segment, message: "unknown option \"\(name)\"")
             }
+        }
+
+        /// A resizing type.
+        func mode(_ text: String) throws(ParseError) -> ResizeMode {
+            guard let mode = ResizeMode(rawValue: text) else { throw fail("resizing type must be fit, fill, fill-down, force or auto") }
+            return mode
+        }
+
+        /// imgproxy's boolean: none (true), 1/t/true or 0/f/false.
+        func flag() throws(ParseError) -> Bool {
+            guard args.count <= 1 else { throw fail("expected \(name) or \(name):{1|0}") }
+            guard let text = args.first else { return true }
+            if ["1", "t", "true"].contains(text) { return true }
+            if ["0", "f", "false"].contains(text) { return false }
+            throw fail("expected 1, t, true, 0, f or false")
+        }
+
+        /// The file name of `fn:`, plain or URL-safe base64 when the second argument is true; safe characters only.
+        func filename(_ args: [String]) throws(ParseError) -> String {
+            var name = args[0].removingPercentEncoding ?? args[0]
+            if args.count == 2, ["1", "t", "true"].contains(args[1]) {
+                var text = args[0].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                while text.count % 4 != 0 { text += "=" }
+                guard let data = Data(base64Encoded: text), let decoded = String(data: data, encoding: .utf8) else {
+                    throw fail("the file name is not URL-safe base64 of UTF-8")
+                }
+                name = decoded
+            }
+            guard name.count <= 200, !name.contains(where: { $0.isNewline || $0 == "\"" || $0 == "/" || $0 == "\\" }) else {
+                throw fail("the file name must be at most 200 characters without quotes, slashes or line breaks")
+            }
+            return name
         }
     }
 
@@ -190,10 +282,12 @@ public struct ProcessingOptions: Sendable, Hashable {
     /// the whole chain when there is no resize. Same identifier as without it.
     func processor(limits: ImageDecodingOptions, admission: MemoryAdmission?) -> (any ImageProcessor)? {
         var steps: [any ImageProcessor] = []
-        let resizes = width > 0 || height > 0
+        let resizes = width > 0 || height > 0 || zoom * dpr < 1
         if resizes {
-            steps.append(ThumbnailStep(mode: resizeMode, width: width, height: height, gravity: gravity, limits: limits,
-                                       admission: admission, trace: ServiceContext.current).processor)
+            var step = thumbnailStep(limits: limits)
+            step.admission = admission
+            step.trace = ServiceContext.current
+            steps.append(step.processor)
         }
         if let blur, blur > 0 { steps.append(BlurImageProcessor(blurRadius: CGFloat(blur))) }
         if blackWhite { steps.append(BlackWhiteProcessor()) }
@@ -203,6 +297,17 @@ public struct ProcessingOptions: Sendable, Hashable {
         for step in steps.dropFirst() { chain = chain |> step }
         if let admission, !resizes { return admission.guarding(chain) }
         return chain
+    }
+}
+
+extension ProcessingOptions {
+    /// The resize step for these options: sizes multiplied by zoom and pixel ratio (rounded, at least 1),
+    /// or, without a size, the source scaled by them (never enlarged).
+    func thumbnailStep(limits: ImageDecodingOptions) -> ThumbnailStep {
+        let factor = zoom * dpr
+        let scaled = { (side: Int) in side > 0 ? max(1, Int((Double(side) * factor).rounded())) : 0 }
+        return ThumbnailStep(mode: resizeMode, width: scaled(width), height: scaled(height), gravity: gravity, limits: limits,
+                             scale: width == 0 && height == 0 ? min(1, factor) : 1)
     }
 }
 
@@ -216,6 +321,8 @@ struct ThumbnailStep: Sendable {
     let height: Int
     let gravity: ProcessingOptions.Gravity
     let limits: ImageDecodingOptions
+    /// Without a width and height: the factor the source is scaled by (at most 1).
+    var scale = 1.0
     /// Checked with the opened source before any pixel is decoded.
     var admission: MemoryAdmission? = nil
     /// The request's trace context: `halcyon.decode` and `halcyon.process` spans are its children.
@@ -223,7 +330,8 @@ struct ThumbnailStep: Sendable {
 
     var processor: GeneralProcessor {
         let step = self
-        return GeneralProcessor(identifier: "halcyon.server.thumbnail(\(mode.rawValue),\(width),\(height),\(gravity.rawValue))") {
+        let scaled = scale < 1 ? ",x\(scale)" : ""
+        return GeneralProcessor(identifier: "halcyon.server.thumbnail(\(mode.rawValue),\(width),\(height),\(gravity.rawValue)\(scaled))") {
             item, options throws(HalcyonError) in
             try step.run(item, options: options)
         }
@@ -233,22 +341,36 @@ struct ThumbnailStep: Sendable {
     func target(sourceWidth: Int, sourceHeight: Int) -> (width: Int, height: Int, scaleX: Double, scaleY: Double) {
         let sw = Double(max(1, sourceWidth)), sh = Double(max(1, sourceHeight))
         let wantW = Double(width), wantH = Double(height)
+        if width == 0 && height == 0 {
+            return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())), scale, scale)
+        }
         if width == 0 || height == 0 {
             // One side given: follow the aspect ratio, never enlarge unless forced.
             var scale = width > 0 ? wantW / sw : wantH / sh
             if mode != .force { scale = min(1, scale) }
             return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())), scale, scale)
         }
-        switch mode {
+        switch resolvedMode(sourceWidth: sourceWidth, sourceHeight: sourceHeight) {
         case .force:
             return (width, height, wantW / sw, wantH / sh)
-        case .fit:
+        case .fit, .auto:
             let scale = min(1, min(wantW / sw, wantH / sh))
             return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())), scale, scale)
-        case .fill:
+        case .fillDown where max(wantW / sw, wantH / sh) > 1:
+            // Smaller than the box: the largest crop of the box's aspect ratio, not enlarged.
+            let cropW = min(sw, sh * wantW / wantH), cropH = min(sh, sw * wantH / wantW)
+            return (max(1, Int(cropW.rounded())), max(1, Int(cropH.rounded())), 1, 1)
+        case .fill, .fillDown:
             let scale = min(1, max(wantW / sw, wantH / sh))
             return (min(width, max(1, Int((sw * scale).rounded()))), min(height, max(1, Int((sh * scale).rounded()))), scale, scale)
         }
+    }
+
+    /// `auto` made concrete for a source: fill when it and the box are both landscape or both portrait, else fit.
+    func resolvedMode(sourceWidth: Int, sourceHeight: Int) -> ProcessingOptions.ResizeMode {
+        guard mode == .auto else { return mode }
+        guard width > 0, height > 0 else { return .fit }
+        return (sourceWidth >= sourceHeight) == (width >= height) ? .fill : .fit
     }
 
     func run(_ item: ImageProcessItem, options: HalcyonParsedOptionsInfo) throws(HalcyonError) -> Image {
@@ -286,8 +408,8 @@ struct ThumbnailStep: Sendable {
         let span = trace.map { startSpan("halcyon.process", context: $0) }
         defer { span?.end() }
         span?.attributes["halcyon.size"] = "\(size.width)x\(size.height)"
-        switch mode {
-        case .fill where width > 0 && height > 0:
+        switch resolvedMode(sourceWidth: image.width, sourceHeight: image.height) {
+        case .fill where width > 0 && height > 0, .fillDown where width > 0 && height > 0:
             let scale = max(Double(size.width) / Double(image.width), Double(size.height) / Double(image.height))
             let coverW = max(size.width, Int((Double(image.width) * scale).rounded()))
             let coverH = max(size.height, Int((Double(image.height) * scale).rounded()))

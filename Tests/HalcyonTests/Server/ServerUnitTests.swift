@@ -128,7 +128,7 @@ struct ServerURLTests {
         #expect(options.tint == Color(hex: "ff000080"))
         let sizes = try ProcessingOptions.parse(["w:40", "h:30"], maxDimension: 1000)
         #expect(sizes.width == 40 && sizes.height == 30 && sizes.resizeMode == .fit)
-        for bad in ["zoom:2", "rs:squash:1:1", "w:-1", "w:1001", "q:0", "q:101", "g:up", "tint:xyz", "f:bmp", "bl:abc", "bw:2"] {
+        for bad in ["zz:2", "z:0", "rt:squash", "exp:soon", "rs:squash:1:1", "w:-1", "w:1001", "q:0", "q:101", "g:up", "tint:xyz", "f:bmp", "bl:abc", "bw:2"] {
             do {
                 _ = try ProcessingOptions.parse([bad], maxDimension: 1000)
                 Issue.record("\(bad) must be refused")
