@@ -39,7 +39,7 @@ test: test-deps
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_SUITES)'
 
 ## test-asan: the image engine and cache tests under AddressSanitizer + LeakSanitizer (own build folder).
-ASAN_SUITES := RenderCancellationTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests
+ASAN_SUITES := RenderCancellationTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test --disable-xctest --no-parallel --sanitize=address --scratch-path .build/asan --filter '$(ASAN_SUITES)'
 

@@ -422,6 +422,37 @@ int hc_gaussblur(VipsImage *in, double sigma, VipsImage **out) {
     return vips_gaussblur(in, out, sigma, NULL);
 }
 
+int hc_rot(VipsImage *in, int quarter_turns, VipsImage **out) {
+    static const VipsAngle angles[] = {VIPS_ANGLE_D0, VIPS_ANGLE_D90, VIPS_ANGLE_D180, VIPS_ANGLE_D270};
+    return vips_rot(in, out, angles[((quarter_turns % 4) + 4) % 4], NULL);
+}
+
+int hc_flip(VipsImage *in, int vertical, VipsImage **out) {
+    return vips_flip(in, out, vertical ? VIPS_DIRECTION_VERTICAL : VIPS_DIRECTION_HORIZONTAL, NULL);
+}
+
+int hc_sharpen(VipsImage *in, double sigma, VipsImage **out) {
+    return vips_sharpen(in, out, "sigma", sigma, NULL);
+}
+
+int hc_pixelate(VipsImage *in, int size, VipsImage **out) {
+    VipsImage *small = NULL;
+    VipsImage *big = NULL;
+    int width = in->Xsize, height = in->Ysize;
+    if (vips_shrink(in, &small, (double)size, (double)size, NULL) != 0) {
+        return -1;
+    }
+    int result = vips_zoom(small, &big, size, size, NULL);
+    g_object_unref(small);
+    if (result != 0) {
+        return -1;
+    }
+    /* The zoomed image can be a little smaller (shrink rounds down) or larger: cut or extend to the input's size. */
+    result = vips_embed(big, out, 0, 0, width, height, "extend", VIPS_EXTEND_COPY, NULL);
+    g_object_unref(big);
+    return result;
+}
+
 int hc_linear(VipsImage *in, const double *a, const double *b, int n, int uchar,
               VipsImage **out) {
     return vips_linear(in, out, (double *)a, (double *)b, n, "uchar", uchar, NULL);

@@ -124,7 +124,7 @@ public final class ImageService: Sendable {
             maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000),
             wait: .seconds(configuration.queueTimeout))
         defer { memory.release() }
-        let processor = options.processor(limits: decodingLimits, admission: memory)
+        let processor = options.processor(limits: decodingLimits, admission: memory, maxSide: configuration.maxResultDimension)
         let responseKey = "\(source.cacheKey)@\(processor?.identifier ?? "")#\((explicit ?? negotiated)?.rawValue ?? "source")#\(options.quality ?? 0)"
 
         let rawKey = Self.responseCacheKey(request)

@@ -63,13 +63,16 @@ final class MemoryAdmission: Sendable {
     /// The result size and the pixels decoded for a source of `width` × `height`.
     static func plan(options: ProcessingOptions, width: Int, height: Int, format: ImageFormat) -> (width: Int, height: Int, resultPixels: Int, decodePixels: Int) {
         let sourcePixels = width * height
-        guard options.width > 0 || options.height > 0 || options.zoom * options.dpr < 1 else {
-            return (width, height, sourcePixels, sourcePixels)
-        }
-        let target = options.thumbnailStep(limits: ImageDecodingOptions()).target(sourceWidth: width, sourceHeight: height)
-        let resultPixels = target.width * target.height
+        let resizes = options.width > 0 || options.height > 0 || options.zoom * options.dpr < 1
+        let resized = resizes ? options.thumbnailStep(limits: ImageDecodingOptions()).target(sourceWidth: width, sourceHeight: height)
+            : (width: width, height: height, scaleX: 1, scaleY: 1)
+        // Padding grows the result (scaled by dpr, as the padding step does).
+        let padding = options.padding
+        let resultWidth = resized.width + Int((Double(padding.left + padding.right) * options.dpr).rounded())
+        let resultHeight = resized.height + Int((Double(padding.top + padding.bottom) * options.dpr).rounded())
+        let resultPixels = resultWidth * resultHeight
         // libjpeg's shrink lands at most twice the target per side; other formats decode whole.
-        let decodePixels = format == .jpeg ? min(sourcePixels, max(resultPixels, 1) * 4) : sourcePixels
-        return (target.width, target.height, resultPixels, decodePixels)
+        let decodePixels = resizes && format == .jpeg ? min(sourcePixels, max(resized.width * resized.height, 1) * 4) : sourcePixels
+        return (resultWidth, resultHeight, resultPixels, decodePixels)
     }
 }

@@ -79,6 +79,28 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var filename: String?
     /// `att:`: `Content-Disposition: attachment` instead of `inline`.
     public var attachment = false
+    /// `rot:`: clockwise turn in degrees, a multiple of 90.
+    public var rotate = 0
+    /// `fl:`: mirror left-right.
+    public var flipHorizontal = false
+    /// `fl:`: mirror top-bottom.
+    public var flipVertical = false
+    /// `sh:`: unsharp-mask sigma.
+    public var sharpen: Double?
+    /// `pix:`: pixelation block size.
+    public var pixelate: Int?
+    /// `pd:`: space added around the result (before `dpr`).
+    public var padding = Insets()
+
+    /// Space added above, right, below and left, in pixels.
+    public struct Insets: Sendable, Hashable {
+        /// Each side.
+        public var top = 0, right = 0, bottom = 0, left = 0
+        /// Whether any side is above 0.
+        public var isEmpty: Bool { top + right + bottom + left == 0 }
+    }
+    /// `bg:`: the colour behind transparency and padding.
+    public var background: Color?
 
     /// Makes the default options (no processing).
     public init() {}
@@ -223,8 +245,52 @@ public struct ProcessingOptions: Sendable, Hashable {
                 // Only changes the URL (and so every cache key); nothing to do.
                 guard args.count == 1 else { throw fail("expected cb:{string}") }
             default:
+                try applyEffect(to: &options)
+            }
+        }
+
+        /// Turns, mirrors, sharpening, pixelation, padding and background.
+        func applyEffect(to options: inout ProcessingOptions) throws(ParseError) {
+            switch name {
+            case "rot", "rotate":
+                guard args.count == 1, let degrees = Int(args[0]), degrees % 90 == 0 else { throw fail("expected rot:{multiple of 90}") }
+                options.rotate = degrees
+            case "fl", "flip":
+                guard (1...2).contains(args.count) else { throw fail("expected fl:{horizontal}:{vertical}") }
+                options.flipHorizontal = try bool(args[0])
+                options.flipVertical = args.count > 1 ? try bool(args[1]) : false
+            case "sh", "sharpen":
+                guard args.count == 1 else { throw fail("expected sh:{sigma}") }
+                options.sharpen = try number(args[0], 0...100)
+            case "pix", "pixelate":
+                guard args.count == 1 else { throw fail("expected pix:{size}") }
+                options.pixelate = try size(args[0])
+            case "pd", "padding":
+                guard (1...4).contains(args.count) else { throw fail("expected pd:{top}[:{right}[:{bottom}[:{left}]]]") }
+                let sides = try args.map { text throws(ParseError) in text.isEmpty ? 0 : try size(text) }
+                let right = sides.count > 1 ? sides[1] : sides[0]
+                options.padding = Insets(top: sides[0], right: right, bottom: sides.count > 2 ? sides[2] : sides[0],
+                                         left: sides.count > 3 ? sides[3] : right)
+            case "bg", "background":
+                options.background = try color()
+            default:
                 throw ParseError(option: segment, message: "unknown option \"\(name)\"")
             }
+        }
+
+        /// One boolean argument in imgproxy's forms.
+        func bool(_ text: String) throws(ParseError) -> Bool {
+            if ["1", "t", "true"].contains(text) { return true }
+            if ["0", "f", "false", ""].contains(text) { return false }
+            throw fail("expected 1, t, true, 0, f or false")
+        }
+
+        /// `R:G:B` (0...255 each) or a hex colour.
+        func color() throws(ParseError) -> Color {
+            if args.count == 1, let hex = Color(hex: args[0]) { return hex }
+            guard args.count == 3 else { throw fail("expected bg:{R}:{G}:{B} or bg:{hex}") }
+            let parts = try args.map { text throws(ParseError) in try number(text, 0...255) }
+            return Color(red: parts[0] / 255, green: parts[1] / 255, blue: parts[2] / 255)
         }
 
         /// A resizing type.
@@ -273,14 +339,14 @@ public struct ProcessingOptions: Sendable, Hashable {
     // MARK: - Processor chain
 
     /// The processor chain for these options, nil when nothing is asked; its identifier encodes every option.
-    public func processor(limits: ImageDecodingOptions) -> (any ImageProcessor)? {
-        processor(limits: limits, admission: nil)
+    public func processor(limits: ImageDecodingOptions, maxSide: Int = 16_384) -> (any ImageProcessor)? {
+        processor(limits: limits, admission: nil, maxSide: maxSide)
     }
 
     /// The chain with `admission` checked before any decoding: by the resize
     /// step, which opens the source once for the check and the decode, or around
     /// the whole chain when there is no resize. Same identifier as without it.
-    func processor(limits: ImageDecodingOptions, admission: MemoryAdmission?) -> (any ImageProcessor)? {
+    func processor(limits: ImageDecodingOptions, admission: MemoryAdmission?, maxSide: Int = 16_384) -> (any ImageProcessor)? {
         var steps: [any ImageProcessor] = []
         let resizes = width > 0 || height > 0 || zoom * dpr < 1
         if resizes {
@@ -289,10 +355,15 @@ public struct ProcessingOptions: Sendable, Hashable {
             step.trace = ServiceContext.current
             steps.append(step.processor)
         }
+        if rotate % 360 != 0 { steps.append(RotationImageProcessor(degrees: rotate)) }
+        if flipHorizontal || flipVertical { steps.append(FlipImageProcessor(horizontal: flipHorizontal, vertical: flipVertical)) }
         if let blur, blur > 0 { steps.append(BlurImageProcessor(blurRadius: CGFloat(blur))) }
+        if let sharpen, sharpen > 0 { steps.append(SharpenImageProcessor(sigma: CGFloat(sharpen))) }
+        if let pixelate, pixelate > 1 { steps.append(PixelateImageProcessor(size: pixelate)) }
         if blackWhite { steps.append(BlackWhiteProcessor()) }
         if let tint { steps.append(TintImageProcessor(tint: tint)) }
         if let round, round > 0 { steps.append(RoundCornerImageProcessor(cornerRadius: CGFloat(round))) }
+        steps += finishingSteps(maxSide: maxSide)
         guard var chain = steps.first else { return admission.map { $0.guarding(nil) } }
         for step in steps.dropFirst() { chain = chain |> step }
         if let admission, !resizes { return admission.guarding(chain) }
@@ -301,6 +372,19 @@ public struct ProcessingOptions: Sendable, Hashable {
 }
 
 extension ProcessingOptions {
+    /// Padding (scaled by `dpr`, filled with the background or transparent) and the background under transparency.
+    func finishingSteps(maxSide: Int) -> [any ImageProcessor] {
+        var steps: [any ImageProcessor] = []
+        let scaled = { (side: Int) in Int((Double(side) * dpr).rounded()) }
+        if !padding.isEmpty {
+            steps.append(PaddingImageProcessor(
+                top: scaled(padding.top), right: scaled(padding.right), bottom: scaled(padding.bottom), left: scaled(padding.left),
+                color: background ?? Color(red: 1, green: 1, blue: 1, alpha: 0), maxSide: maxSide))
+        }
+        if let background { steps.append(BackgroundColorProcessor(color: background)) }
+        return steps
+    }
+
     /// The resize step for these options: sizes multiplied by zoom and pixel ratio (rounded, at least 1),
     /// or, without a size, the source scaled by them (never enlarged).
     func thumbnailStep(limits: ImageDecodingOptions) -> ThumbnailStep {

@@ -109,6 +109,14 @@ int hc_extract_bands(VipsImage *in, int first, int count, VipsImage **out);
 int hc_embed(VipsImage *in, int x, int y, int width, int height,
              const double *background, int n, VipsImage **out);
 int hc_gaussblur(VipsImage *in, double sigma, VipsImage **out);
+/** Turned clockwise by quarter_turns × 90°. */
+int hc_rot(VipsImage *in, int quarter_turns, VipsImage **out);
+/** Mirrored left-right, or top-bottom when vertical is 1. */
+int hc_flip(VipsImage *in, int vertical, VipsImage **out);
+/** libvips' unsharp-mask sharpen with the given sigma. */
+int hc_sharpen(VipsImage *in, double sigma, VipsImage **out);
+/** Blocks of size × size pixels, each the average of its block; same size as in (edges copied). */
+int hc_pixelate(VipsImage *in, int size, VipsImage **out);
 /** out = in * a + b per band; uchar = 1 rounds and clips to 8 bit. */
 int hc_linear(VipsImage *in, const double *a, const double *b, int n, int uchar,
               VipsImage **out);

@@ -122,10 +122,10 @@ struct ServerHTTPTests {
     func unknownOption() async throws {
         let fixture = try await ServerFixture.start { $0.maxResultDimension = 100 }
         defer { Task { await fixture.stop() } }
-        let reply = try await fixture.get(fixture.signedPath("w:10/sharpen:3", source: fixture.source("/image/u")))
+        let reply = try await fixture.get(fixture.signedPath("w:10/frobnicate:3", source: fixture.source("/image/u")))
         #expect(reply.status == 400)
         #expect(reply.errorCode == "invalid_option")
-        #expect(reply.errorMessage?.contains("sharpen") == true)
+        #expect(reply.errorMessage?.contains("frobnicate") == true)
         let big = try await fixture.get(fixture.signedPath("w:101", source: fixture.source("/image/u")))
         #expect(big.status == 400)
         #expect(fixture.upstream.hits("/image/u") == 0)
