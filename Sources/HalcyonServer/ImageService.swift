@@ -121,7 +121,7 @@ public final class ImageService: Sendable {
         let negotiated = explicit == nil ? encodingPolicy.negotiatedFormat(accepting: request.headers[.accept]) : nil
         let memory = MemoryAdmission(
             budget: memoryBudget, options: options,
-            maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000),
+            maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000), maxResultSide: configuration.maxResultDimension,
             wait: .seconds(configuration.queueTimeout))
         defer { memory.release() }
         let processor = options.processor(limits: decodingLimits, admission: memory, maxSide: configuration.maxResultDimension)

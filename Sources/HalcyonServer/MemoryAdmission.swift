@@ -3,7 +3,7 @@ import Halcyon
 
 /// Admission by memory for one request's processing: before any pixel is
 /// decoded, the source's header gives the result's size (refused over
-/// `maxResultMegapixels`, all frames counted) and an estimate of the bytes the
+/// `maxResultMegapixels`, all frames counted, or over the per-side limit) and an estimate of the bytes the
 /// work holds at its peak (decoded source, plus three result-sized buffers:
 /// resize, one more step, encoder input; four bytes a pixel; every frame; plus
 /// a fixed 8 MiB), which is reserved from the process-wide ``MemoryBudget``.
@@ -13,13 +13,15 @@ final class MemoryAdmission: Sendable {
     private let budget: MemoryBudget
     private let options: ProcessingOptions
     private let maxResultPixels: Int
+    private let maxResultSide: Int
     private let wait: Duration
     private let reservations = Locked<[MemoryReservation]>([])
 
-    init(budget: MemoryBudget, options: ProcessingOptions, maxResultPixels: Int, wait: Duration) {
+    init(budget: MemoryBudget, options: ProcessingOptions, maxResultPixels: Int, maxResultSide: Int = .max, wait: Duration) {
         self.budget = budget
         self.options = options
         self.maxResultPixels = maxResultPixels
+        self.maxResultSide = maxResultSide
         self.wait = wait
     }
 
@@ -41,6 +43,9 @@ final class MemoryAdmission: Sendable {
     func admit(_ header: ImageDecoder.OpenedImage) throws(HalcyonError) {
         let frames = max(1, header.frameCount)
         let plan = Self.plan(options: options, width: header.width, height: header.height, format: header.format)
+        guard plan.width <= maxResultSide, plan.height <= maxResultSide else {
+            throw .processorError(reason: .resultTooLarge(width: plan.width, height: plan.height, frames: frames, limit: maxResultSide))
+        }
         guard plan.resultPixels * frames <= maxResultPixels else {
             throw .processorError(reason: .resultTooLarge(width: plan.width, height: plan.height, frames: frames, limit: maxResultPixels))
         }
@@ -63,7 +68,7 @@ final class MemoryAdmission: Sendable {
     /// The result size and the pixels decoded for a source of `width` × `height`.
     static func plan(options: ProcessingOptions, width: Int, height: Int, format: ImageFormat) -> (width: Int, height: Int, resultPixels: Int, decodePixels: Int) {
         let sourcePixels = width * height
-        let resizes = options.width > 0 || options.height > 0 || options.zoom * options.dpr < 1
+        let resizes = options.width > 0 || options.height > 0 || options.scalesSource
         let resized = resizes ? options.thumbnailStep(limits: ImageDecodingOptions()).target(sourceWidth: width, sourceHeight: height)
             : (width: width, height: height, scaleX: 1, scaleY: 1)
         // Padding grows the result (scaled by dpr, as the padding step does).

@@ -36,6 +36,14 @@ public struct ProcessingOptions: Sendable, Hashable {
         case we
         /// Smart; falls back to the centre (no saliency detection yet).
         case sm
+        /// North-east (top right).
+        case noea
+        /// North-west (top left).
+        case nowe
+        /// South-east (bottom right).
+        case soea
+        /// South-west (bottom left).
+        case sowe
 
         /// The unit anchor for ``CroppingImageProcessor``; smart falls back to the centre.
         public var anchor: CGPoint {
@@ -45,6 +53,10 @@ public struct ProcessingOptions: Sendable, Hashable {
             case .so: return CGPoint(x: 0.5, y: 1)
             case .ea: return CGPoint(x: 1, y: 0.5)
             case .we: return CGPoint(x: 0, y: 0.5)
+            case .noea: return CGPoint(x: 1, y: 0)
+            case .nowe: return CGPoint(x: 0, y: 0)
+            case .soea: return CGPoint(x: 1, y: 1)
+            case .sowe: return CGPoint(x: 0, y: 1)
             }
         }
     }
@@ -69,6 +81,8 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var blackWhite = false
     /// Tint colour.
     public var tint: Color?
+    /// `el:`: fit and fill may make the result larger than the source (force always may). Default false.
+    public var enlarge = false
     /// `z:`: multiplies the target size (or, without one, the source's size), never enlarging. Default 1.
     public var zoom = 1.0
     /// `dpr:`: device pixel ratio, multiplies the target size like zoom. Default 1.
@@ -192,7 +206,7 @@ public struct ProcessingOptions: Sendable, Hashable {
                 options.height = try size(args[0])
             case "g", "gravity":
                 guard args.count == 1, let gravity = Gravity(rawValue: args[0]) else {
-                    throw fail("gravity must be one of ce, no, so, ea, we, sm")
+                    throw fail("gravity must be one of ce, no, so, ea, we, noea, nowe, soea, sowe, sm")
                 }
                 options.gravity = gravity
             case "q", "quality":
@@ -241,6 +255,8 @@ public struct ProcessingOptions: Sendable, Hashable {
                 options.filename = try filename(args)
             case "att", "return_attachment":
                 options.attachment = try flag()
+            case "el", "enlarge":
+                options.enlarge = try flag()
             case "cb", "cachebuster":
                 // Only changes the URL (and so every cache key); nothing to do.
                 guard args.count == 1 else { throw fail("expected cb:{string}") }
@@ -348,7 +364,7 @@ public struct ProcessingOptions: Sendable, Hashable {
     /// the whole chain when there is no resize. Same identifier as without it.
     func processor(limits: ImageDecodingOptions, admission: MemoryAdmission?, maxSide: Int = 16_384) -> (any ImageProcessor)? {
         var steps: [any ImageProcessor] = []
-        let resizes = width > 0 || height > 0 || zoom * dpr < 1
+        let resizes = width > 0 || height > 0 || scalesSource
         if resizes {
             var step = thumbnailStep(limits: limits)
             step.admission = admission
@@ -372,6 +388,9 @@ public struct ProcessingOptions: Sendable, Hashable {
 }
 
 extension ProcessingOptions {
+    /// Whether zoom and pixel ratio alone (no width or height) change the source's size.
+    var scalesSource: Bool { zoom * dpr < 1 || (enlarge && zoom * dpr > 1) }
+
     /// Padding (scaled by `dpr`, filled with the background or transparent) and the background under transparency.
     func finishingSteps(maxSide: Int) -> [any ImageProcessor] {
         var steps: [any ImageProcessor] = []
@@ -391,7 +410,7 @@ extension ProcessingOptions {
         let factor = zoom * dpr
         let scaled = { (side: Int) in side > 0 ? max(1, Int((Double(side) * factor).rounded())) : 0 }
         return ThumbnailStep(mode: resizeMode, width: scaled(width), height: scaled(height), gravity: gravity, limits: limits,
-                             scale: width == 0 && height == 0 ? min(1, factor) : 1)
+                             scale: width == 0 && height == 0 ? (enlarge ? factor : min(1, factor)) : 1, enlarge: enlarge)
     }
 }
 
@@ -405,8 +424,10 @@ struct ThumbnailStep: Sendable {
     let height: Int
     let gravity: ProcessingOptions.Gravity
     let limits: ImageDecodingOptions
-    /// Without a width and height: the factor the source is scaled by (at most 1).
+    /// Without a width and height: the factor the source is scaled by (at most 1 unless `enlarge`).
     var scale = 1.0
+    /// Whether fit and fill may scale up.
+    var enlarge = false
     /// Checked with the opened source before any pixel is decoded.
     var admission: MemoryAdmission? = nil
     /// The request's trace context: `halcyon.decode` and `halcyon.process` spans are its children.
@@ -414,7 +435,7 @@ struct ThumbnailStep: Sendable {
 
     var processor: GeneralProcessor {
         let step = self
-        let scaled = scale < 1 ? ",x\(scale)" : ""
+        let scaled = (scale != 1 ? ",x\(scale)" : "") + (enlarge ? ",enlarge" : "")
         return GeneralProcessor(identifier: "halcyon.server.thumbnail(\(mode.rawValue),\(width),\(height),\(gravity.rawValue)\(scaled))") {
             item, options throws(HalcyonError) in
             try step.run(item, options: options)
@@ -431,21 +452,21 @@ struct ThumbnailStep: Sendable {
         if width == 0 || height == 0 {
             // One side given: follow the aspect ratio, never enlarge unless forced.
             var scale = width > 0 ? wantW / sw : wantH / sh
-            if mode != .force { scale = min(1, scale) }
+            if mode != .force && !enlarge { scale = min(1, scale) }
             return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())), scale, scale)
         }
         switch resolvedMode(sourceWidth: sourceWidth, sourceHeight: sourceHeight) {
         case .force:
             return (width, height, wantW / sw, wantH / sh)
         case .fit, .auto:
-            let scale = min(1, min(wantW / sw, wantH / sh))
+            let scale = min(enlarge ? .infinity : 1, min(wantW / sw, wantH / sh))
             return (max(1, Int((sw * scale).rounded())), max(1, Int((sh * scale).rounded())), scale, scale)
-        case .fillDown where max(wantW / sw, wantH / sh) > 1:
+        case .fillDown where max(wantW / sw, wantH / sh) > 1 && !enlarge:
             // Smaller than the box: the largest crop of the box's aspect ratio, not enlarged.
             let cropW = min(sw, sh * wantW / wantH), cropH = min(sh, sw * wantH / wantW)
             return (max(1, Int(cropW.rounded())), max(1, Int(cropH.rounded())), 1, 1)
         case .fill, .fillDown:
-            let scale = min(1, max(wantW / sw, wantH / sh))
+            let scale = min(enlarge ? .infinity : 1, max(wantW / sw, wantH / sh))
             return (min(width, max(1, Int((sw * scale).rounded()))), min(height, max(1, Int((sh * scale).rounded()))), scale, scale)
         }
     }

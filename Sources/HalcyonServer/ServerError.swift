@@ -125,6 +125,10 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
             return ServerError(status: 400, code: "invalid_option", message: "\(processor): \(message)")
         case .encodeFailed(let format, _):
             return ServerError(status: 500, code: "encode_failed", message: "cannot encode \(format)")
+        case .resultTooLarge(let width, let height, _, let limit) where width > limit || height > limit:
+            // The limit is a side length (a per-side check), not a pixel count.
+            return ServerError(status: 422, code: "result_too_large",
+                               message: "the result of \(width)x\(height) exceeds \(limit) pixels per side")
         case .resultTooLarge(let width, let height, let frames, let limit):
             let frameText = frames > 1 ? " x \(frames) frames" : ""
             return ServerError(status: 422, code: "result_too_many_pixels",

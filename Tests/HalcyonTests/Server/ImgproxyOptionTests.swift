@@ -65,6 +65,36 @@ struct ImgproxyOptionTests {
         await fixture.stop()
     }
 
+    @Test("el lets fit, fill and zoom scale up, within the per-side limit checked before any work")
+    func enlarge() async throws {
+        let fixture = try await ServerFixture.start(image: TestImages.encodedGradient(.png(), width: 300, height: 200)) {
+            $0.maxResultDimension = 1000
+        }
+        defer { Task { await fixture.stop() } }
+        #expect(try await Self.size(fixture, "rs:fit:600:600/el:1") == (600, 400))
+        #expect(try await Self.size(fixture, "rs:fill:450:450/enlarge:t") == (450, 450))
+        #expect(try await Self.size(fixture, "z:2/el") == (600, 400))
+        #expect(try await Self.size(fixture, "w:900/el:0") == (300, 200), "el:0 keeps the default")
+        // 1000 wide is allowed, but the height that follows would be 667: fine; 4:1 zoom would be 1200 wide: refused.
+        let over = try await fixture.get(fixture.signedPath("z:4/el:1", source: fixture.source("/image/el")))
+        #expect(over.status == 422 && over.errorCode == "result_too_large", "\(over.errorCode ?? "")")
+        #expect(fixture.upstream.hits("/image/el") == 1, "the header was read once; nothing was decoded past it")
+        await fixture.stop()
+    }
+
+    @Test("Corner gravities anchor a fill crop at that corner")
+    func cornerGravity() async throws {
+        let fixture = try await Self.start()
+        defer { Task { await fixture.stop() } }
+        for (gravity, expectRed) in [("noea", true), ("nowe", false), ("soea", true), ("sowe", false)] {
+            let reply = try await fixture.get(fixture.signedPath("rs:fill:50:50/g:\(gravity)", source: fixture.source("/image/g"), ext: "png"))
+            let image = try ImageDecoder.decode(reply.body)
+            let red = try image.pixel(x: 25, y: 25).red
+            #expect(expectRed ? red > 150 : red < 100, "\(gravity): red \(red)")
+        }
+        await fixture.stop()
+    }
+
     @Test("exp refuses an expired URL with 404 before any work; a future one is served")
     func expires() async throws {
         let fixture = try await Self.start()
