@@ -193,66 +193,63 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         return configuration
     }
 
-    /// Applies `HALCYON_*` variables.
-    public mutating func apply(environment env: [String: String]) throws(ConfigurationError) {
-        func int(_ name: String) throws(ConfigurationError) -> Int? {
-            guard let text = env[name] else { return nil }
-            guard let value = Int(text) else { throw ConfigurationError(message: "\(name) must be a whole number") }
-            return value
-        }
-        func double(_ name: String) throws(ConfigurationError) -> Double? {
-            guard let text = env[name] else { return nil }
-            guard let value = Double(text) else { throw ConfigurationError(message: "\(name) must be a number") }
-            return value
-        }
-        func bool(_ name: String) -> Bool? { env[name].map { ["1", "true", "yes", "on"].contains($0.lowercased()) } }
-        func list(_ name: String) -> [String]? {
-            env[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
-        }
-        if let v = env["HALCYON_HOST"] { host = v }
-        if let v = try int("HALCYON_PORT") { port = v }
-        if let v = try int("HALCYON_METRICS_PORT") { metricsPort = v }
-        if let v = env["HALCYON_METRICS_HOST"] { metricsHost = v }
-        if let v = list("HALCYON_KEY") { keys = v }
-        if let v = list("HALCYON_SALT") { salts = v }
-        if let v = bool("HALCYON_INSECURE") { insecure = v }
-        if let v = env["HALCYON_LOCAL_ROOT"] { localRoot = v }
-        if let v = list("HALCYON_ALLOWED_SOURCES") { allowedSources = v }
-        if let v = bool("HALCYON_ALLOW_LOOPBACK") { allowLoopback = v }
-        if let v = bool("HALCYON_ALLOW_PRIVATE") { allowPrivate = v }
-        if let v = try int("HALCYON_MAX_REDIRECTS") { maxRedirects = v }
-        if let v = try int("HALCYON_MAX_SOURCE_BYTES") { maxSourceBytes = v }
-        if let v = try double("HALCYON_MAX_SOURCE_MEGAPIXELS") { maxSourceMegapixels = v }
-        if let v = try int("HALCYON_MAX_FRAMES") { maxFrames = v }
-        if let v = try int("HALCYON_MAX_RESULT_DIMENSION") { maxResultDimension = v }
-        if let text = env["HALCYON_FAIL_ON"] {
+    /// Applies `HALCYON_*` variables, and imgproxy's names for the same settings where the Halcyon one is unset.
+    public mutating func apply(environment raw: [String: String]) throws(ConfigurationError) {
+        let env = EnvironmentReader(raw: raw, text: Self.withImgproxyAliases(raw))
+        try applyServing(env)
+        try applyLimits(env)
+    }
+
+    /// Addresses, keys, sources and caches.
+    private mutating func applyServing(_ env: EnvironmentReader) throws(ConfigurationError) {
+        if let v = env.text["HALCYON_HOST"] { host = v }
+        if let v = try env.int("HALCYON_PORT") { port = v }
+        if let v = try env.int("HALCYON_METRICS_PORT") { metricsPort = v }
+        if let v = env.text["HALCYON_METRICS_HOST"] { metricsHost = v }
+        if let v = env.list("HALCYON_KEY") { keys = v }
+        if let v = env.list("HALCYON_SALT") { salts = v }
+        if let v = env.bool("HALCYON_INSECURE") { insecure = v }
+        if let v = env.text["HALCYON_LOCAL_ROOT"] { localRoot = v }
+        if let v = env.list("HALCYON_ALLOWED_SOURCES") { allowedSources = v }
+        if let v = env.bool("HALCYON_ALLOW_LOOPBACK") { allowLoopback = v }
+        if let v = env.bool("HALCYON_ALLOW_PRIVATE") { allowPrivate = v }
+        if let v = try env.int("HALCYON_CACHE_MAX_AGE") { cacheMaxAge = v }
+        if let v = env.text["HALCYON_CACHE_DIR"] { cacheDirectory = v }
+        if let v = try env.int("HALCYON_DISK_CACHE_MB") { diskCacheMegabytes = v }
+        if let v = try env.int("HALCYON_MEMORY_CACHE_MB") { memoryCacheMegabytes = v }
+        if let v = try env.int("HALCYON_RESPONSE_CACHE_MB") { responseCacheMegabytes = v }
+        if let v = env.text["HALCYON_REDIS_URL"] { redisURL = v.isEmpty ? nil : v }
+        if let v = try env.int("HALCYON_REDIS_TTL") { redisTTL = v }
+        if let v = try env.double("HALCYON_REDIS_TIMEOUT") { redisTimeout = v }
+        if let v = env.bool("HALCYON_CACHE_IMMUTABLE") { cacheImmutable = v }
+        if let v = try env.int("HALCYON_NEGATIVE_CACHE_TTL") { negativeCacheTTL = v }
+        if let v = env.text["HALCYON_TRACE_ENDPOINT"] { traceEndpoint = v.isEmpty ? nil : v }
+    }
+
+    /// Limits and timeouts.
+    private mutating func applyLimits(_ env: EnvironmentReader) throws(ConfigurationError) {
+        if let v = try env.int("HALCYON_MAX_REDIRECTS") { maxRedirects = v }
+        if let v = try env.int("HALCYON_MAX_SOURCE_BYTES") { maxSourceBytes = v }
+        if let v = try env.double("HALCYON_MAX_SOURCE_MEGAPIXELS") { maxSourceMegapixels = v }
+        if let v = try env.int("HALCYON_MAX_FRAMES") { maxFrames = v }
+        if let v = try env.int("HALCYON_MAX_RESULT_DIMENSION") { maxResultDimension = v }
+        if let text = env.text["HALCYON_FAIL_ON"] {
             guard let v = DecodingStrictness(rawValue: text.lowercased()) else {
                 throw ConfigurationError(message: "HALCYON_FAIL_ON must be none, truncated, error or warning")
             }
             decodeStrictness = v
         }
-        if let v = try double("HALCYON_DOWNLOAD_TIMEOUT") { downloadTimeout = v }
-        if let v = try double("HALCYON_REQUEST_TIMEOUT") { requestTimeout = v }
-        if let v = try int("HALCYON_MAX_IN_FLIGHT") { maxInFlight = v }
-        if let v = try int("HALCYON_MAX_QUEUE") { maxQueue = v }
-        if let v = try double("HALCYON_QUEUE_TIMEOUT") { queueTimeout = v }
-        if let v = try double("HALCYON_MAX_RESULT_MEGAPIXELS") { maxResultMegapixels = v }
-        if let v = try int("HALCYON_MEMORY_BUDGET_MB") { memoryBudgetMegabytes = v }
-        if let v = try double("HALCYON_SHUTDOWN_TIMEOUT") { shutdownTimeout = v }
-        if let v = try double("HALCYON_IDLE_TIMEOUT") { idleTimeout = v }
-        if let v = try double("HALCYON_HEADER_TIMEOUT") { headerTimeout = v }
-        if let v = try int("HALCYON_MAX_CONNECTIONS") { maxConnections = v }
-        if let v = try int("HALCYON_CACHE_MAX_AGE") { cacheMaxAge = v }
-        if let v = env["HALCYON_CACHE_DIR"] { cacheDirectory = v }
-        if let v = try int("HALCYON_DISK_CACHE_MB") { diskCacheMegabytes = v }
-        if let v = try int("HALCYON_MEMORY_CACHE_MB") { memoryCacheMegabytes = v }
-        if let v = try int("HALCYON_RESPONSE_CACHE_MB") { responseCacheMegabytes = v }
-        if let v = env["HALCYON_REDIS_URL"] { redisURL = v.isEmpty ? nil : v }
-        if let v = try int("HALCYON_REDIS_TTL") { redisTTL = v }
-        if let v = try double("HALCYON_REDIS_TIMEOUT") { redisTimeout = v }
-        if let v = bool("HALCYON_CACHE_IMMUTABLE") { cacheImmutable = v }
-        if let v = try int("HALCYON_NEGATIVE_CACHE_TTL") { negativeCacheTTL = v }
-        if let v = env["HALCYON_TRACE_ENDPOINT"] { traceEndpoint = v.isEmpty ? nil : v }
+        if let v = try env.double("HALCYON_DOWNLOAD_TIMEOUT") { downloadTimeout = v }
+        if let v = try env.double("HALCYON_REQUEST_TIMEOUT") { requestTimeout = v }
+        if let v = try env.int("HALCYON_MAX_IN_FLIGHT") { maxInFlight = v }
+        if let v = try env.int("HALCYON_MAX_QUEUE") { maxQueue = v }
+        if let v = try env.double("HALCYON_QUEUE_TIMEOUT") { queueTimeout = v }
+        if let v = try env.double("HALCYON_MAX_RESULT_MEGAPIXELS") { maxResultMegapixels = v }
+        if let v = try env.int("HALCYON_MEMORY_BUDGET_MB") { memoryBudgetMegabytes = v }
+        if let v = try env.double("HALCYON_SHUTDOWN_TIMEOUT") { shutdownTimeout = v }
+        if let v = try env.double("HALCYON_IDLE_TIMEOUT") { idleTimeout = v }
+        if let v = try env.double("HALCYON_HEADER_TIMEOUT") { headerTimeout = v }
+        if let v = try env.int("HALCYON_MAX_CONNECTIONS") { maxConnections = v }
     }
 
     /// The effective values as sorted JSON, keys and salts masked.
@@ -356,5 +353,37 @@ private struct PartialConfiguration: Decodable {
         if let negativeCacheTTL { c.negativeCacheTTL = negativeCacheTTL }
         if let traceEndpoint { c.traceEndpoint = traceEndpoint }
         return c
+    }
+}
+
+/// Reads typed values from the environment; errors name the variable the operator set (the imgproxy alias when
+/// the value came from one).
+private struct EnvironmentReader {
+    /// The environment as given.
+    let raw: [String: String]
+    /// With imgproxy's names copied to Halcyon's.
+    let text: [String: String]
+
+    /// The variable a value came from.
+    func origin(_ name: String) -> String {
+        raw[name] != nil ? name : ServerConfiguration.imgproxyAliases.first { $0.halcyon == name }?.imgproxy ?? name
+    }
+
+    func int(_ name: String) throws(ServerConfiguration.ConfigurationError) -> Int? {
+        guard let value = text[name] else { return nil }
+        guard let number = Int(value) else { throw .init(message: "\(origin(name)) must be a whole number") }
+        return number
+    }
+
+    func double(_ name: String) throws(ServerConfiguration.ConfigurationError) -> Double? {
+        guard let value = text[name] else { return nil }
+        guard let number = Double(value) else { throw .init(message: "\(origin(name)) must be a number") }
+        return number
+    }
+
+    func bool(_ name: String) -> Bool? { text[name].map { ["1", "true", "yes", "on"].contains($0.lowercased()) } }
+
+    func list(_ name: String) -> [String]? {
+        text[name].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
     }
 }

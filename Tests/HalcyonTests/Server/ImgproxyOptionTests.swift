@@ -130,3 +130,27 @@ struct ImgproxyOptionTests {
         await fixture.stop()
     }
 }
+
+@Suite("imgproxy settings")
+struct ImgproxySettingsTests {
+    @Test("IMGPROXY_* names set the equivalent settings; HALCYON_* wins; a zero file size limit is ignored")
+    func aliases() throws {
+        let key = String(repeating: "ab", count: 32), salt = String(repeating: "cd", count: 16)
+        let loaded = try ServerConfiguration.load(file: nil, environment: [
+            "IMGPROXY_KEY": key, "IMGPROXY_SALT": salt, "IMGPROXY_TTL": "3600", "IMGPROXY_MAX_SRC_RESOLUTION": "12.5",
+            "IMGPROXY_MAX_SRC_FILE_SIZE": "0", "IMGPROXY_MAX_ANIMATION_FRAMES": "7", "IMGPROXY_WORKERS": "3",
+            "HALCYON_MAX_IN_FLIGHT": "5",
+        ])
+        #expect(loaded.keys == [key] && loaded.salts == [salt] && loaded.isSigned)
+        #expect(loaded.cacheMaxAge == 3600 && loaded.maxSourceMegapixels == 12.5 && loaded.maxFrames == 7)
+        #expect(loaded.maxInFlight == 5, "HALCYON_MAX_IN_FLIGHT wins over IMGPROXY_WORKERS")
+        #expect(loaded.maxSourceBytes == ServerConfiguration().maxSourceBytes, "imgproxy's 0 (no limit) is ignored")
+        try loaded.validate()
+        do {
+            _ = try ServerConfiguration.load(file: nil, environment: ["IMGPROXY_WORKERS": "many"])
+            Issue.record("a bad IMGPROXY_WORKERS was accepted")
+        } catch {
+            #expect(error.message.contains("IMGPROXY_WORKERS"), "the message names the variable the operator set: \(error.message)")
+        }
+    }
+}
