@@ -33,6 +33,8 @@ public final class ImageService: Sendable {
     private let resolver: SourceResolver
     private let responses: ResponseCache
     private let results: ResultStorage
+    /// The operator's stand-in for failed sources.
+    private let fallback: FallbackImage?
     private let health: HealthMonitor
     private let logger: Logger
     /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
@@ -47,6 +49,7 @@ public final class ImageService: Sendable {
         self.results = results
         self.metrics = metrics
         self.logger = logger
+        fallback = try configuration.fallbackImage.map { path throws(ServerConfiguration.ConfigurationError) in try FallbackImage(path: path) }
         let pairs = try configuration.keyPairs()
         signer = pairs.isEmpty ? nil : URLSigner(pairs: pairs)
         resolver = SourceResolver(localRoot: configuration.localRoot, allowedPrefixes: configuration.allowedSources)
@@ -135,14 +138,32 @@ public final class ImageService: Sendable {
             context.record.cacheTier = stored.tier
             return remember(stored.entry, rawKey: rawKey, request: request, varyAccept: explicit == nil, options: options)
         }
-        try checkLocalSize(source)
-
         let guarded = processor ?? memory.guarding(nil)
-        let entry = try await admission.run(on: context.channel) {
-            try await self.produce(source: source, processor: guarded, explicit: explicit, negotiated: negotiated, quality: options.quality, record: context.record)
+        let entry: ResponseCache.Entry
+        do {
+            try checkLocalSize(source)
+            entry = try await admission.run(on: context.channel) {
+                try await self.produce(source: source, processor: guarded, explicit: explicit, negotiated: negotiated, quality: options.quality, record: context.record)
+            }
+        } catch let failure as ServerError where fallback != nil && FallbackImage.replaces(failure) {
+            let format = (explicit, negotiated, options.quality)
+            return try await fallbackResponse(failure, processor: guarded, format: format, context: context)
         }
         if storesResult { results.store(entry, for: responseKey) }
         return remember(entry, rawKey: rawKey, request: request, varyAccept: explicit == nil, options: options)
+    }
+
+    /// The fallback image processed like the request, with `failure`'s status; `failure` itself when there is none.
+    private func fallbackResponse(
+        _ failure: ServerError, processor: any ImageProcessor, format: (ImageFormat?, ImageFormat?, Int?), context: ServerRequestContext
+    ) async throws -> Response {
+        guard let fallback else { throw failure }
+        context.record.errorCode = failure.code
+        let entry = try await admission.run(on: context.channel) {
+            try await self.produce(source: fallback.source, processor: processor, explicit: format.0, negotiated: format.1,
+                                   quality: format.2, record: context.record)
+        }
+        return FallbackImage.response(entry, failure: failure)
     }
 
     /// The parsed image path, or a 400 naming the problem.

@@ -16,6 +16,7 @@ extension ServerConfiguration {
         ("IMGPROXY_MAX_SRC_FILE_SIZE", "HALCYON_MAX_SOURCE_BYTES"),
         ("IMGPROXY_MAX_ANIMATION_FRAMES", "HALCYON_MAX_FRAMES"),
         ("IMGPROXY_WORKERS", "HALCYON_MAX_IN_FLIGHT"),
+        ("IMGPROXY_FALLBACK_IMAGE_PATH", "HALCYON_FALLBACK_IMAGE"),
     ]
 
     /// `environment` with each imgproxy alias copied to its `HALCYON_*` name where that is unset.

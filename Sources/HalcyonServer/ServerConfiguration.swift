@@ -93,6 +93,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// OTLP/HTTP endpoint traces are exported to (e.g. `http://127.0.0.1:4318`); nil: no tracing. The `halcyon`
     /// tool bootstraps the exporter; the server adds its spans whenever this is set.
     public var traceEndpoint: String?
+    /// An image served, processed with the request's options, when the source fails (missing, unreachable,
+    /// unusable), with the failure's status. nil: the JSON error.
+    public var fallbackImage: String?
 
     /// Makes the defaults.
     public init() {}
@@ -224,6 +227,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         if let v = env.bool("HALCYON_CACHE_IMMUTABLE") { cacheImmutable = v }
         if let v = try env.int("HALCYON_NEGATIVE_CACHE_TTL") { negativeCacheTTL = v }
         if let v = env.text["HALCYON_TRACE_ENDPOINT"] { traceEndpoint = v.isEmpty ? nil : v }
+        if let v = env.text["HALCYON_FALLBACK_IMAGE"] { fallbackImage = v.isEmpty ? nil : v }
     }
 
     /// Limits and timeouts.
@@ -261,7 +265,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard let encoded = try? JSONEncoder().encode(shown),
               var object = (try? JSONSerialization.jsonObject(with: encoded)) as? [String: Any] else { return "{}" }
         // Unset optional values are shown as null rather than left out.
-        for name in ["metricsPort", "metricsHost", "localRoot", "cacheDirectory", "redisURL", "traceEndpoint"] where object[name] == nil { object[name] = NSNull() }
+        for name in ["metricsPort", "metricsHost", "localRoot", "cacheDirectory", "redisURL", "traceEndpoint", "fallbackImage"] where object[name] == nil { object[name] = NSNull() }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
             return "{}"
         }
@@ -310,6 +314,7 @@ private struct PartialConfiguration: Decodable {
     var cacheImmutable: Bool?
     var negativeCacheTTL: Int?
     var traceEndpoint: String?
+    var fallbackImage: String?
 
     func applied(to base: ServerConfiguration) -> ServerConfiguration {
         var c = base
@@ -352,6 +357,7 @@ private struct PartialConfiguration: Decodable {
         if let cacheImmutable { c.cacheImmutable = cacheImmutable }
         if let negativeCacheTTL { c.negativeCacheTTL = negativeCacheTTL }
         if let traceEndpoint { c.traceEndpoint = traceEndpoint }
+        if let fallbackImage { c.fallbackImage = fallbackImage }
         return c
     }
 }

@@ -53,6 +53,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Add `immutable` to Cache-Control of signed results (sources never change).") var cacheImmutable = false
     @Option(help: "Cache-Control max-age of 404 and 422 answers, seconds (0: no-store).") var negativeCacheTTL: Int?
     @Option(help: "Export traces with OTLP/HTTP to this endpoint (e.g. http://127.0.0.1:4318); off when unset.") var traceEndpoint: String?
+    @Option(help: "An image served (with the request's options and the failure's status) when a source fails.") var fallbackImage: String?
     @Flag(help: "Print the effective configuration and exit.") var printConfig = false
 
     func run() async throws {
@@ -121,5 +122,6 @@ struct ServeCommand: AsyncParsableCommand {
         if cacheImmutable { settings.cacheImmutable = true }
         if let negativeCacheTTL { settings.negativeCacheTTL = negativeCacheTTL }
         if let traceEndpoint { settings.traceEndpoint = traceEndpoint }
+        if let fallbackImage { settings.fallbackImage = fallbackImage }
     }
 }
