@@ -10,6 +10,10 @@ let package = Package(
         .library(name: "HalcyonRedis", targets: ["HalcyonRedis"]),
         .executable(name: "halcyon", targets: ["halcyon"]),
     ],
+    traits: [
+        .trait(name: "OpenTelemetry", description: "OTLP/HTTP trace export in the `halcyon` tool (swift-otel)"),
+        .default(enabledTraits: ["OpenTelemetry"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
@@ -22,7 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
-        // OTLP/HTTP export of traces only (no gRPC): linked into the `halcyon` tool, off unless configured.
+        // OTLP/HTTP export of traces only (no gRPC): linked into the `halcyon` tool behind the default trait
+        // OpenTelemetry (the ThreadSanitizer run builds without it: swift-otel does not compile with -sanitize=thread).
         .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
@@ -88,7 +93,7 @@ let package = Package(
                 "HalcyonServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OpenTelemetry"])),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),

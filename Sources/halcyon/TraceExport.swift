@@ -1,6 +1,8 @@
 import Foundation
 import HalcyonServer
+#if OpenTelemetry
 import OTel
+#endif
 import ServiceLifecycle
 
 /// The OpenTelemetry trace exporter of `halcyon serve`: OTLP/HTTP to the configured endpoint.
@@ -16,6 +18,7 @@ enum TraceExport {
     /// The exporter service to run next to the server, or nil when tracing is off.
     static func bootstrap(_ configuration: ServerConfiguration) throws -> (any Service)? {
         guard let endpoint = configuration.traceEndpoint else { return nil }
+        #if OpenTelemetry
         var otel = OTel.Configuration.default
         otel.serviceName = "halcyon"
         otel.logs.enabled = false
@@ -25,6 +28,15 @@ enum TraceExport {
         otel.traces.otlpExporter.protocol = .httpProtobuf
         otel.traces.otlpExporter.endpoint = tracesURL(endpoint)
         return try OTel.bootstrap(configuration: otel)
+        #else
+        throw BuiltWithout(endpoint: endpoint)
+        #endif
+    }
+
+    /// This build has no exporter (built with `--disable-default-traits`).
+    struct BuiltWithout: Error, CustomStringConvertible {
+        let endpoint: String
+        var description: String { "this halcyon was built without the OpenTelemetry trait; cannot export to \(endpoint)" }
     }
 
     /// `endpoint` with `/v1/traces` when it has no path.

@@ -1,0 +1,274 @@
+import Foundation
+@testable import Halcyon
+import Testing
+
+/// ``ImageDownloaderTests`` continued: redirects, request modifiers and credentials, the delegate, resumable downloads.
+extension ImageDownloaderTests {
+    // MARK: - Redirects
+
+    @Test func redirectChainIsFollowed() async throws {
+        try await withServer { server, downloader in
+            let result = try await downloader.downloadImage(with: server.url("/redirect/3"))
+            #expect(result.metrics.redirectCount == 3)
+            #expect(result.metrics.url == server.url("/redirect/0"))
+            #expect(result.originalData == Self.png)
+        }
+    }
+
+    @Test func redirectLoopStopsAtTheLimit() async throws {
+        try await withServer { server, downloader in
+            let error = await failure(downloader, server.url("/loop/a"))
+            guard case .requestError(.tooManyRedirects(_, 10)) = error else {
+                Issue.record("expected tooManyRedirects, got \(String(describing: error))")
+                return
+            }
+            #expect(server.hits("/loop/a") + server.hits("/loop/b") == 11)
+        }
+    }
+
+    @Test func maxRedirectsIsConfigurable() async throws {
+        try await withServer({ $0.maxRedirects = 2 }) { server, downloader in
+            let error = await failure(downloader, server.url("/redirect/3"))
+            guard case .requestError(.tooManyRedirects(_, 2)) = error else {
+                Issue.record("expected tooManyRedirects, got \(String(describing: error))")
+                return
+            }
+        }
+    }
+
+    @Test func redirectHandlerCanBlock() async throws {
+        try await withServer { server, downloader in
+            var options = DownloadOptions()
+            options.redirectHandler = AnyRedirectHandler { _, _, _ in nil }
+            let error = await failure(downloader, server.url("/redirect/1"), options: options)
+            guard case .requestError(.redirectBlocked(_, let location)) = error else {
+                Issue.record("expected redirectBlocked, got \(String(describing: error))")
+                return
+            }
+            #expect(location == server.url("/redirect/0"))
+            #expect(server.hits("/redirect/0") == 0)
+        }
+    }
+
+    @Test func redirectHandlerCanRewrite() async throws {
+        try await withServer { server, downloader in
+            var options = DownloadOptions()
+            options.redirectHandler = AnyRedirectHandler { _, response, request in
+                #expect(response.statusCode == 302)
+                var request = request
+                request.url = server.url("/image/rewritten")
+                request.setValue("yes", forHTTPHeaderField: "X-Rewritten")
+                return request
+            }
+            let result = try await downloader.downloadImage(with: server.url("/redirect/1"), options: options)
+            #expect(result.originalData == Self.png)
+            #expect(server.hits("/image/rewritten") == 1)
+            #expect(server.headers("/image/rewritten").first?["x-rewritten"] == "yes")
+        }
+    }
+
+    @Test func redirectToANonHTTPLocationFails() async throws {
+        try await withServer { server, downloader in
+            let error = await failure(downloader, server.url("/redirect-to?location=file:///etc/passwd"))
+            guard case .requestError(.invalidRedirect) = error else {
+                Issue.record("expected invalidRedirect, got \(String(describing: error))")
+                return
+            }
+        }
+    }
+
+    // MARK: - Request modifiers, headers and credentials
+
+    @Test func requestModifierReturningNilIsAnEmptyRequest() async throws {
+        try await withServer { server, downloader in
+            let sync = DownloadOptions(requestModifier: AnyModifier { _ in nil })
+            let box = ResultBox()
+            let task = downloader.downloadImage(with: server.url("/image/nil"), options: sync) { box.set($0) }
+            #expect(task == nil)
+            guard case .failure(.requestError(.emptyRequest)) = await box.value() else {
+                Issue.record("expected emptyRequest")
+                return
+            }
+            let asyncOptions = DownloadOptions(requestModifier: AnyAsyncModifier { _ in nil })
+            guard case .requestError(.emptyRequest) = await failure(downloader, server.url("/image/nil"), options: asyncOptions) else {
+                Issue.record("expected emptyRequest from the async modifier")
+                return
+            }
+            #expect(server.totalHits == 0)
+        }
+    }
+
+    @Test func headersFromTheDownloaderAndModifiersAreSent() async throws {
+        try await withServer({ $0.httpHeaders = ["X-Client": "halcyon"] }) { server, downloader in
+            let options = DownloadOptions(requestModifier: AnyAsyncModifier { request in
+                try? await Task.sleep(for: .milliseconds(5))
+                var request = request
+                request.setValue("42", forHTTPHeaderField: "X-Trace")
+                return request
+            })
+            _ = try await downloader.downloadImage(with: server.url("/image/headers"), options: options)
+            let headers = server.headers("/image/headers").first ?? [:]
+            #expect(headers["x-client"] == "halcyon")
+            #expect(headers["x-trace"] == "42")
+        }
+    }
+
+    @Test func authRequiredFailsWithoutCredentials() async throws {
+        try await withServer { server, downloader in
+            guard case .responseError(.invalidHTTPStatusCode(_, 401)) = await failure(downloader, server.url("/auth/none")) else {
+                Issue.record("expected 401")
+                return
+            }
+        }
+    }
+
+    @Test func basicCredentialIsSentToItsHost() async throws {
+        try await withServer({ $0.setCredential(.basic(username: "user", password: "pass"), forHost: "127.0.0.1") }) { server, downloader in
+            let result = try await downloader.downloadImage(with: server.url("/auth/basic"))
+            #expect(result.originalData == Self.png)
+        }
+    }
+
+    @Test func bearerCredentialIsSent() async throws {
+        try await withServer({ $0.setCredential(.bearer(token: "secret"), forHost: "127.0.0.1") }) { server, downloader in
+            _ = try await downloader.downloadImage(with: server.url("/auth/bearer"))
+            #expect(server.headers("/auth/bearer").first?["authorization"] == "Bearer secret")
+        }
+    }
+
+    @Test func credentialForAnotherHostIsNotSent() async throws {
+        try await withServer({ $0.setCredential(.bearer(token: "secret"), forHost: "example.com") }) { server, downloader in
+            guard case .responseError(.invalidHTTPStatusCode(_, 401)) = await failure(downloader, server.url("/auth/other")) else {
+                Issue.record("expected 401")
+                return
+            }
+            #expect(server.headers("/auth/other").first?["authorization"] == nil)
+        }
+    }
+
+    // MARK: - Delegate
+
+    @Test func delegateSeesEveryStage() async throws {
+        let delegate = RecordingDelegate()
+        try await withServer({ $0.delegate = delegate }) { server, downloader in
+            _ = try await downloader.downloadImage(with: server.url("/image/delegate"))
+            #expect(delegate.events == ["willDownload", "didReceive", "didDownloadData", "didFinish", "didDownloadImage"])
+        }
+    }
+
+    @Test func delegateCanCancelOnTheResponseHead() async throws {
+        let delegate = RecordingDelegate()
+        delegate.disposition = .cancel
+        try await withServer({ $0.delegate = delegate }) { server, downloader in
+            guard case .responseError(.rejected) = await failure(downloader, server.url("/image/head")) else {
+                Issue.record("expected rejected")
+                return
+            }
+        }
+    }
+
+    @Test func delegateCanRejectOrRewriteData() async throws {
+        let delegate = RecordingDelegate()
+        try await withServer({ $0.delegate = delegate }) { server, downloader in
+            delegate.rewrite = { _ in nil }
+            guard case .responseError(.rejected) = await failure(downloader, server.url("/image/reject")) else {
+                Issue.record("expected rejected")
+                return
+            }
+            delegate.rewrite = { _ in Self.png }
+            let result = try await downloader.downloadImage(with: server.url("/huge/rewrite?bytes=100&declare=1"))
+            #expect(result.originalData == Self.png)
+        }
+    }
+
+    @Test func delegateDecidesWhichStatusIsValid() async throws {
+        let delegate = RecordingDelegate()
+        delegate.validCodes = 201..<202
+        try await withServer({ $0.delegate = delegate }) { server, downloader in
+            guard case .responseError(.invalidHTTPStatusCode(_, 200)) = await failure(downloader, server.url("/image/strict")) else {
+                Issue.record("expected 200 to be refused")
+                return
+            }
+        }
+    }
+
+    // MARK: - Resumable downloads
+
+    @Test func interruptedDownloadResumesWithRange() async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/range/resume")
+            guard case .responseError(.truncatedBody) = await failure(downloader, url) else {
+                Issue.record("the first attempt must be truncated")
+                return
+            }
+            let result = try await downloader.downloadImage(with: url)
+            #expect(result.originalData == Self.png)
+            #expect(result.metrics.statusCode == 206)
+            #expect(result.metrics.resumedBytes == Self.png.count / 2)
+            #expect(result.metrics.receivedBytes == Self.png.count - Self.png.count / 2)
+            let second = server.headers("/range/resume").last ?? [:]
+            #expect(second["range"] == "bytes=\(Self.png.count / 2)-")
+            #expect(second["if-range"] == "\"r1\"")
+        }
+    }
+
+    @Test func cancelledDownloadKeepsItsPartialBodyButUsesItOnlyOn206() async throws {
+        try await withServer { server, downloader in
+            let target = "/slow/partial?delay=80&chunks=4"
+            let url = server.url(target)
+            let firstChunk = CallCounter()
+            let options = DownloadOptions(progressBlock: { _, _ in firstChunk.increment() })
+            let (task, result) = start(downloader, url, options: options)
+            #expect(await server.wait { firstChunk.count >= 1 })
+            task?.cancel()
+            guard case .failure(.requestError(.taskCancelled)) = await result() else {
+                Issue.record("expected taskCancelled")
+                return
+            }
+            // The partial body is kept when the transport sees the cancellation, just after the caller was told.
+            #expect(await server.wait { downloader.hasResumableData(for: url) })
+            // The slow route ignores Range and answers 200: the kept bytes must be dropped.
+            let second = try await downloader.downloadImage(with: url)
+            #expect(second.originalData == Self.png)
+            #expect(second.metrics.statusCode == 200)
+            #expect(second.metrics.resumedBytes == 0)
+            let headers = server.headers(target)
+            #expect(headers.count == 2)
+            #expect(headers.last?["range"]?.hasPrefix("bytes=") == true)
+            #expect(headers.last?["if-range"] == "\"v1\"")
+        }
+    }
+
+    @Test func responseWithoutValidatorIsNotResumed() async throws {
+        try await withServer { server, downloader in
+            let url = server.url("/truncated/novalidator")
+            _ = await failure(downloader, url)
+            _ = await failure(downloader, url)
+            #expect(server.headers("/truncated/novalidator").allSatisfy { $0["range"] == nil })
+        }
+    }
+
+    @Test func shutdownFailsRunningRequests() async throws {
+        let server = try await TestHTTPServer.start(image: Self.png)
+        let downloader = ImageDownloader(name: "closing")
+        let (_, result) = start(downloader, server.url("/hang/shutdown"))
+        #expect(await server.wait { server.inFlight == 1 })
+        await downloader.shutdown()
+        guard case .failure(.requestError(.downloaderShutDown)) = await result() else {
+            Issue.record("expected downloaderShutDown")
+            await server.shutdown()
+            return
+        }
+        #expect(await server.wait { server.clientClosedWhileOpen == 1 })
+        await server.shutdown()
+    }
+
+    @Test func shutDownDownloaderRefusesRequests() async throws {
+        let downloader = ImageDownloader(name: "closed")
+        await downloader.shutdown()
+        guard case .requestError(.downloaderShutDown) = await failure(downloader, URL(string: "http://127.0.0.1:9/x.png")!) else {
+            Issue.record("expected downloaderShutDown")
+            return
+        }
+    }
+}
