@@ -9,27 +9,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 . scripts/fleet-lib.sh
-fleet_install curl wrk
-BIN=${HALCYON_BIN:-$(swift build -c release --show-bin-path)/halcyon}
-[ -x "$BIN" ] || { echo "no halcyon binary at $BIN (run swift build -c release --product halcyon)"; exit 1; }
+fleet_begin release halcyon-fleet-bench curl wrk
 SECONDS_PER_CELL=${BENCH_SECONDS:-30}; ROUNDS=${ROUNDS:-2}
-WORK=$(mktemp -d /tmp/halcyon-fleet-bench.XXXXXX)
-trap fleet_cleanup EXIT
-KEY=$(python3 -c 'import os; print(os.urandom(32).hex())')
-SALT=$(python3 -c 'import os; print(os.urandom(16).hex())')
-start_origin "$ROOT/Samples"
 
 # Signed request paths for both workloads, fixed seed.
-python3 - "$WORK" <<PY
-import base64, hashlib, hmac, random, sys
+PYTHONPATH="$ROOT/scripts" python3 - "$WORK" <<PY
+import random, sys
+from halcyon_sign import image_path
 work = sys.argv[1]
 key, salt = bytes.fromhex("$KEY"), bytes.fromhex("$SALT")
 samples = ["landscape.jpg", "pattern.webp", "badge.png"]
 def path(kind, i):
-    src = f"http://127.0.0.1:$ORIGIN_PORT/src/{kind}{i}/{samples[i % 3]}"
-    tail = "/rs:fit:256:256/" + base64.urlsafe_b64encode(src.encode()).decode().rstrip("=") + ".jpg"
-    mac = hmac.new(key, salt + tail.encode(), hashlib.sha256).digest()
-    return "/" + base64.urlsafe_b64encode(mac).decode().rstrip("=") + tail
+    return image_path("rs:fit:256:256", f"http://127.0.0.1:$ORIGIN_PORT/src/{kind}{i}/{samples[i % 3]}", "jpg", key, salt)
 rng = random.Random(16)
 weights = [1 / (rank + 1) for rank in range(300)]
 for name, popular_share in (("cold", 0.0), ("mixed", 0.7)):
@@ -40,15 +31,6 @@ for name, popular_share in (("cold", 0.0), ("mixed", 0.7)):
             else:
                 out.write(path(f"u{name}", n) + "\n")
 PY
-cat > "$WORK/paths.lua" <<'LUA'
-local paths = {}
-for line in io.lines(os.getenv("FLEET_PATHS")) do paths[#paths + 1] = line end
-local n = 0
-request = function()
-    n = n + 1
-    return wrk.format("GET", paths[(n - 1) % #paths + 1])
-end
-LUA
 
 start_redis
 # Both fleets run side by side; each cell gets a fresh nginx cache and fresh node caches.
@@ -57,8 +39,8 @@ cell() { # nodes, workload, round → prints "req/s p50 p99 hit%"
     start_nodes "$nodes" --redis-url "redis://127.0.0.1:$REDIS_PORT/$(( nodes == 1 ? 1 : 2 ))"
     start_fleet_nginx "$dir"
     redis-cli -p "$REDIS_PORT" -n $(( nodes == 1 ? 1 : 2 )) flushdb >/dev/null
-    local out; out=$(FLEET_PATHS="$WORK/$workload.paths" wrk -t1 -c8 -d"${SECONDS_PER_CELL}s" --latency \
-        -s "$WORK/paths.lua" "http://127.0.0.1:$FLEET_PORT" 2>&1)
+    local out; out=$(wrk -t1 -c8 -d"${SECONDS_PER_CELL}s" --latency -s "$ROOT/scripts/wrk-paths.lua" \
+        "http://127.0.0.1:$FLEET_PORT" -- "$WORK/$workload.paths" 2>&1)
     local rps p50 p99 hits total
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     p50=$(echo "$out" | awk '$1 == "50%" {print $2}')

@@ -8,15 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 . scripts/fleet-lib.sh
-fleet_install curl wrk
-BIN=${HALCYON_BIN:-$(swift build -c release --show-bin-path)/halcyon}
-[ -x "$BIN" ] || { echo "no halcyon binary at $BIN (run swift build -c release --product halcyon)"; exit 1; }
+fleet_begin release halcyon-trace-bench curl wrk
 SECONDS_PER_CELL=${BENCH_SECONDS:-20}; ROUNDS=${ROUNDS:-3}
-WORK=$(mktemp -d /tmp/halcyon-trace-bench.XXXXXX)
-trap fleet_cleanup EXIT
-KEY=$(python3 -c 'import os; print(os.urandom(32).hex())')
-SALT=$(python3 -c 'import os; print(os.urandom(16).hex())')
-start_origin "$ROOT/Samples"
 SINK_PORT=$(free_port)
 mkdir -p "$WORK/sink"
 cat > "$WORK/sink/site.conf" <<CONF
@@ -27,14 +20,12 @@ server {
 CONF
 run_nginx "$WORK/sink" "$WORK/sink/site.conf"
 
-python3 - "$WORK" <<PY
-import base64, hashlib, hmac, sys
+PYTHONPATH="$ROOT/scripts" python3 - "$WORK" <<PY
+import sys
+from halcyon_sign import image_path
 key, salt = bytes.fromhex("$KEY"), bytes.fromhex("$SALT")
 def path(i):
-    src = f"http://127.0.0.1:$ORIGIN_PORT/src/t{i}/landscape.jpg"
-    tail = "/rs:fit:256:256/" + base64.urlsafe_b64encode(src.encode()).decode().rstrip("=") + ".jpg"
-    mac = hmac.new(key, salt + tail.encode(), hashlib.sha256).digest()
-    return "/" + base64.urlsafe_b64encode(mac).decode().rstrip("=") + tail
+    return image_path("rs:fit:256:256", f"http://127.0.0.1:$ORIGIN_PORT/src/t{i}/landscape.jpg", "jpg", key, salt)
 for side in ("off", "on", "sampled"):
     with open(f"{sys.argv[1]}/{side}.paths", "w") as out:
         for n in range(40000):
@@ -42,15 +33,6 @@ for side in ("off", "on", "sampled"):
     with open(f"{sys.argv[1]}/{side}.hit", "w") as out:
         out.write(path(f"{side}-hot") + "\n")
 PY
-cat > "$WORK/paths.lua" <<'LUA'
-local paths = {}
-for line in io.lines(os.getenv("BENCH_PATHS")) do paths[#paths + 1] = line end
-local n = 0
-request = function()
-    n = n + 1
-    return wrk.format("GET", paths[(n - 1) % #paths + 1])
-end
-LUA
 
 start_nodes 1
 OFF_PORT=${NODE_PORTS[0]}
@@ -63,7 +45,7 @@ HALCYON_TRACE_ENDPOINT="http://127.0.0.1:$SINK_PORT" OTEL_TRACES_SAMPLER=parentb
 SAMPLED_PORT=${NODE_PORTS[0]}
 
 cell() { # port, paths file → req/s
-    BENCH_PATHS="$2" wrk -t1 -c4 -d"${SECONDS_PER_CELL}s" -s "$WORK/paths.lua" "http://127.0.0.1:$1" 2>&1 |
+    wrk -t1 -c4 -d"${SECONDS_PER_CELL}s" -s "$ROOT/scripts/wrk-paths.lua" "http://127.0.0.1:$1" -- "$2" 2>&1 |
         awk '/Requests\/sec/ {print $2}'
 }
 declare -A RESULTS

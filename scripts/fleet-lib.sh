@@ -1,6 +1,6 @@
-# Shared by scripts/test-fleet.sh and scripts/bench-fleet.sh: an origin nginx, redis-server, N
+# Shared by scripts/test-fleet.sh, bench-fleet.sh and bench-tracing.sh: an origin nginx, redis-server, N
 # `halcyon serve` nodes and the recipe's nginx in front, all on loopback, all in $WORK, all killed by
-# fleet_cleanup. Source it after setting ROOT, WORK and BIN.
+# fleet_cleanup. Source it after setting ROOT, then call fleet_begin.
 
 fleet_install() { # installs nginx, redis-server, python3 (and what else is named) with apt when missing
     local sudo="" need=()
@@ -14,6 +14,21 @@ fleet_install() { # installs nginx, redis-server, python3 (and what else is name
         $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
     fi
     NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+}
+
+# Installs what is missing (extra tools as arguments), picks the binary (HALCYON_BIN, else the `debug` or
+# `release` build named by $1), makes $WORK (prefix $2) cleaned on exit, a random KEY and SALT, and starts
+# the origin serving Samples/.
+fleet_begin() {
+    local mode=$1 prefix=$2; shift 2
+    fleet_install "$@"
+    BIN=${HALCYON_BIN:-$(swift build -c "$mode" --show-bin-path)/halcyon}
+    [ -x "$BIN" ] || { echo "no halcyon binary at $BIN (run swift build -c $mode --product halcyon)"; exit 1; }
+    WORK=$(mktemp -d "/tmp/$prefix.XXXXXX")
+    trap fleet_cleanup EXIT
+    KEY=$(python3 -c 'import os; print(os.urandom(32).hex())')
+    SALT=$(python3 -c 'import os; print(os.urandom(16).hex())')
+    start_origin "$ROOT/Samples"
 }
 
 FLEET_PIDS=()

@@ -5,8 +5,10 @@ SIGKILLed mid-run, then the checks of issue #17 from what the client, the origin
 Everything goes to 127.0.0.1 and is bounded: a fixed list of requests, a timeout on each.
 Prints PASS/FAIL lines and a summary; exits 1 on any FAIL.
 """
-import base64, hashlib, hmac, json, os, random, re, signal, sys, threading, time, urllib.request
+import json, os, random, re, signal, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
+
+from halcyon_sign import image_path
 
 env = os.environ
 KEY, SALT = bytes.fromhex(env["HALCYON_KEY"]), bytes.fromhex(env["HALCYON_SALT"])
@@ -30,10 +32,7 @@ def check(ok, text):
 
 
 def signed(options, source):
-    encoded = base64.urlsafe_b64encode(source.encode()).decode().rstrip("=")
-    tail = f"/{options}/{encoded}.jpg"
-    mac = hmac.new(KEY, SALT + tail.encode(), hashlib.sha256).digest()
-    return "/" + base64.urlsafe_b64encode(mac).decode().rstrip("=") + tail
+    return image_path(options, source, "jpg", KEY, SALT)
 
 
 def source(kind, index):

@@ -8,15 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 . scripts/fleet-lib.sh
-fleet_install curl
-BIN=${HALCYON_BIN:-$(swift build --show-bin-path)/halcyon}
-[ -x "$BIN" ] || { echo "no halcyon binary at $BIN (run swift build)"; exit 1; }
-WORK=$(mktemp -d /tmp/halcyon-fleet.XXXXXX)
-trap fleet_cleanup EXIT
-
-KEY=$(python3 -c 'import os; print(os.urandom(32).hex())')
-SALT=$(python3 -c 'import os; print(os.urandom(16).hex())')
-start_origin "$ROOT/Samples"
+fleet_begin debug halcyon-fleet curl
 REDIS_ARGS=()
 if [ "${FLEET_REDIS:-1}" != 0 ]; then
     start_redis
