@@ -329,7 +329,7 @@ public final class ImageService: Sendable {
     /// percent-encoded (RFC 6266 `filename*`).
     static func contentDisposition(_ options: ProcessingOptions, contentType: String) -> String {
         let base = options.filename ?? "image"
-        let ext = ImageFormat.allCases.first { $0.mimeType == contentType }.map { $0 == .jpeg ? "jpg" : $0.rawValue } ?? "bin"
+        let ext = ImageFormat.allCases.first { $0.mimeType == contentType }.map(\.fileExtension) ?? "bin"
         let name = base + "." + ext
         let ascii = String(name.unicodeScalars.map { $0.isASCII && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
         let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

@@ -224,10 +224,7 @@ public struct ProcessingOptions: Sendable, Hashable {
                 guard args.count == 1 else { throw fail("expected rd:{radius}") }
                 options.round = try number(args[0], 0...Double(maxDimension))
             case "bw":
-                guard args.isEmpty || (args.count == 1 && ["1", "t", "true", "0", "f", "false"].contains(args[0])) else {
-                    throw fail("expected bw or bw:{1|0}")
-                }
-                options.blackWhite = args.first.map { ["1", "t", "true"].contains($0) } ?? true
+                options.blackWhite = try flag()
             case "tint":
                 guard args.count == 1, let color = Color(hex: args[0]) else { throw fail("expected tint:{hex colour}") }
                 options.tint = color
@@ -319,9 +316,8 @@ public struct ProcessingOptions: Sendable, Hashable {
         func flag() throws(ParseError) -> Bool {
             guard args.count <= 1 else { throw fail("expected \(name) or \(name):{1|0}") }
             guard let text = args.first else { return true }
-            if ["1", "t", "true"].contains(text) { return true }
-            if ["0", "f", "false"].contains(text) { return false }
-            throw fail("expected 1, t, true, 0, f or false")
+            guard !text.isEmpty else { throw fail("expected 1, t, true, 0, f or false") }
+            return try bool(text)
         }
 
         /// The file name of `fn:`, plain or URL-safe base64 when the second argument is true; safe characters only.

@@ -218,40 +218,18 @@ struct CLIServeTests {
         defer { scratch.remove() }
         try FileManager.default.createDirectory(at: scratch.root, withIntermediateDirectories: true)
         try TestImages.encodedGradient(.png(), width: 40, height: 20).write(to: scratch.root.appendingPathComponent("a.png"))
-        let binary = try #require(CLIRun.executable())
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve", "--insecure", "--host", "127.0.0.1", "--port", "0", "--local-root", scratch.root.path,
-                             "--cache-dir", scratch.cache.path]
-        let log = scratch.root.appendingPathComponent("serve.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var port: Int?
-        for _ in 0..<150 where port == nil {
-            try await Task.sleep(for: .milliseconds(100))
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            // Only a whole line counts: the log may be read while a line is half written.
-            if let range = text.range(of: #"listening on [^ ]*:(\d+)\n"#, options: .regularExpression) {
-                port = Int(text[range].dropLast().split(separator: ":").last ?? "")
-            }
-        }
-        let bound = try #require(port, "no 'listening on' line")
-        let logText = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        #expect(logText.contains("listening on 127.0.0.1:\(bound)"), "\(logText)")
+        let serve = try await ServeProcess.start(
+            ["serve", "--insecure", "--host", "127.0.0.1", "--port", "0", "--local-root", scratch.root.path, "--cache-dir", scratch.cache.path],
+            in: scratch.root)
+        defer { serve.terminateIfRunning() }
+        let bound = serve.port
+        #expect(serve.logText.contains("listening on 127.0.0.1:\(bound)"), "\(serve.logText)")
         let health = try await httpGet("http://127.0.0.1:\(bound)/health")
         #expect(String(decoding: health, as: UTF8.self).contains("ok"))
         let image = try await httpGet("http://127.0.0.1:\(bound)/insecure/rs:fit:20:20/plain/local:///a.png")
         let decoded = try ImageDecoder.decode(image)
         #expect(decoded.width == 20 && decoded.height == 10)
-        process.terminate()
-        let exited = await Task.detached { () -> Int32 in
-            process.waitUntilExit()
-            return process.terminationStatus
-        }.value
+        let exited = await serve.stop()
         #expect(exited == 0)
     }
 }

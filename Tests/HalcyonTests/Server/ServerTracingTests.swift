@@ -9,48 +9,10 @@ import Testing
 /// trace context carried on to the origin.
 @Suite("Server tracing (OpenTelemetry)", .serialized)
 struct ServerTracingTests {
-    /// A running `halcyon serve` and its log.
-    struct Serve {
-        let process: Process
-        let port: Int
-        let log: URL
-
-        func stop() async -> Int32 {
-            process.terminate()
-            return await Task.detached { () -> Int32 in
-                process.waitUntilExit()
-                return process.terminationStatus
-            }.value
-        }
+    static func serve(_ scratch: CLIScratch, environment: [String: String]) async throws -> ServeProcess {
+        try await ServeProcess.start(["serve", "--insecure", "--allow-loopback", "--host", "127.0.0.1", "--port", "0",
+                                      "--cache-dir", scratch.cache.path], in: scratch.root, environment: environment)
     }
-
-    static func serve(_ scratch: CLIScratch, environment extra: [String: String]) async throws -> Serve {
-        try FileManager.default.createDirectory(at: scratch.root, withIntermediateDirectories: true)
-        let binary = try #require(CLIRun.executable())
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve", "--insecure", "--allow-loopback", "--host", "127.0.0.1", "--port", "0",
-                             "--cache-dir", scratch.cache.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
-        let log = scratch.root.appendingPathComponent("serve.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        for _ in 0..<150 {
-            try await Task.sleep(for: .milliseconds(100))
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #"listening on [^ ]*:(\d+)\n"#, options: .regularExpression),
-               let port = Int(text[range].dropLast().split(separator: ":").last ?? "") {
-                return Serve(process: process, port: port, log: log)
-            }
-        }
-        process.terminate()
-        throw ServeDidNotStart(log: (try? String(contentsOf: log, encoding: .utf8)) ?? "")
-    }
-
-    struct ServeDidNotStart: Error { let log: String }
 
     static func get(_ url: String, headers: [(String, String)]) async throws -> Int {
         var request = HTTPClientRequest(url: url)
@@ -80,6 +42,7 @@ struct ServerTracingTests {
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json",
             "OTEL_BSP_SCHEDULE_DELAY": "100",
         ])
+        defer { serve.terminateIfRunning() }
         let traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
         let parentID = "00f067aa0ba902b7"
         let path = Self.insecurePath("rs:fit:64:64", source: origin.url("/image/traced").absoluteString)
@@ -122,6 +85,7 @@ struct ServerTracingTests {
         let scratch = CLIScratch()
         defer { scratch.remove() }
         let serve = try await Self.serve(scratch, environment: [:])
+        defer { serve.terminateIfRunning() }
         let path = Self.insecurePath("rs:fit:32:32", source: origin.url("/image/untraced").absoluteString)
         let status = try await Self.get("http://127.0.0.1:\(serve.port)\(path)",
                                         headers: [("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")])

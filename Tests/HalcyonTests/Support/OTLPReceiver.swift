@@ -83,6 +83,8 @@ final class OTLPReceiver: Sendable {
     }
 }
 
+/// Unchecked: NIO creates one handler per connection and calls it only on that channel's event loop, so `body`
+/// is never touched from two threads; the shared list of bodies is behind its own lock.
 private final class ReceiverHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
