@@ -284,7 +284,9 @@ int hc_has_field(VipsImage *image, const char *name) { return vips_image_get_typ
 
 int hc_string_field(VipsImage *image, const char *name, const char **out) {
     *out = NULL;
-    if (vips_image_get_typeof(image, name) != G_TYPE_STRING) {
+    /* libvips keeps metadata strings (EXIF fields among them) as VIPS_TYPE_REF_STRING. */
+    GType type = vips_image_get_typeof(image, name);
+    if (type != G_TYPE_STRING && type != VIPS_TYPE_REF_STRING) {
         return -1;
     }
     if (vips_image_get_string(image, name, out) != 0) {

@@ -35,6 +35,10 @@ public final class ImageService: Sendable {
     private let results: ResultStorage
     /// The operator's stand-in for failed sources.
     private let fallback: FallbackImage?
+    /// The operator's presets.
+    let presets: ProcessingOptions.Presets
+    /// The image `wm:` draws, when configured.
+    let watermark: WatermarkSource?
     private let health: HealthMonitor
     private let logger: Logger
     /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
@@ -50,6 +54,8 @@ public final class ImageService: Sendable {
         self.metrics = metrics
         self.logger = logger
         fallback = try configuration.fallbackImage.map { path throws(ServerConfiguration.ConfigurationError) in try FallbackImage(path: path) }
+        presets = try configuration.presetTable()
+        watermark = try configuration.watermarkPath.map { path throws(ServerConfiguration.ConfigurationError) in try Self.loadWatermark(path) }
         let pairs = try configuration.keyPairs()
         signer = pairs.isEmpty ? nil : URLSigner(pairs: pairs)
         resolver = SourceResolver(localRoot: configuration.localRoot, allowedPrefixes: configuration.allowedSources)
@@ -69,7 +75,8 @@ public final class ImageService: Sendable {
     var decodingLimits: ImageDecodingOptions {
         var options = ImageDecodingOptions()
         options.maxPixelCount = Int(configuration.maxSourceMegapixels * 1_000_000)
-        options.maxFrameCount = configuration.maxFrames
+        options.maxFrameCount = configuration.maxAnimationFrames > 1 ? min(configuration.maxFrames, configuration.maxAnimationFrames) : configuration.maxFrames
+        options.onlyFirstFrame = configuration.maxAnimationFrames <= 1
         options.strictness = configuration.decodeStrictness
         return options
     }
@@ -110,9 +117,12 @@ public final class ImageService: Sendable {
         let parsed = try Self.parsePath(request.uri.path)
         let options: ProcessingOptions
         do {
-            options = try ProcessingOptions.parse(parsed.options, maxDimension: configuration.maxResultDimension)
+            options = try ProcessingOptions.parse(parsed.options, maxDimension: configuration.maxResultDimension, presets: presets)
         } catch {
             throw ServerError(status: 400, code: "invalid_option", message: "option \"\(error.option)\": \(error.message)")
+        }
+        if options.watermark != nil && watermark == nil {
+            throw ServerError(status: 400, code: "invalid_option", message: "option \"wm\": this server has no watermark image (--watermark-path)")
         }
         if let expires = options.expires, Double(expires) < Date().timeIntervalSince1970 {
             throw ServerError(status: 404, code: "expired", message: "the URL expired at \(expires)")
@@ -127,8 +137,10 @@ public final class ImageService: Sendable {
             maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000), maxResultSide: configuration.maxResultDimension,
             wait: .seconds(configuration.queueTimeout))
         defer { memory.release() }
-        let processor = options.processor(limits: decodingLimits, admission: memory, maxSide: configuration.maxResultDimension)
-        let responseKey = "\(source.cacheKey)@\(processor?.identifier ?? "")#\((explicit ?? negotiated)?.rawValue ?? "source")#\(options.quality ?? 0)"
+        let processor = options.processor(limits: decodingLimits, admission: memory, maxSide: configuration.maxResultDimension,
+                                          watermark: watermark)
+        let output = OutputRequest(explicit: explicit, negotiated: negotiated, options: options)
+        let responseKey = "\(source.cacheKey)@\(processor?.identifier ?? "")\(output.cacheKey(defaults: configuration))#\(options.raw)\(options.skipProcessing.map(\.rawValue).sorted())"
 
         let rawKey = Self.responseCacheKey(request)
         // A local file is its own durable copy: only results of http(s) sources go to disk.
@@ -143,11 +155,10 @@ public final class ImageService: Sendable {
         do {
             try checkLocalSize(source)
             entry = try await admission.run(on: context.channel) {
-                try await self.produce(source: source, processor: guarded, explicit: explicit, negotiated: negotiated, quality: options.quality, record: context.record)
+                try await self.produce(source: source, processor: guarded, output: output, record: context.record)
             }
         } catch let failure as ServerError where fallback != nil && FallbackImage.replaces(failure) {
-            let format = (explicit, negotiated, options.quality)
-            return try await fallbackResponse(failure, processor: guarded, format: format, context: context)
+            return try await fallbackResponse(failure, processor: guarded, output: output, context: context)
         }
         if storesResult { results.store(entry, for: responseKey) }
         return remember(entry, rawKey: rawKey, request: request, varyAccept: explicit == nil, options: options)
@@ -155,13 +166,15 @@ public final class ImageService: Sendable {
 
     /// The fallback image processed like the request, with `failure`'s status; `failure` itself when there is none.
     private func fallbackResponse(
-        _ failure: ServerError, processor: any ImageProcessor, format: (ImageFormat?, ImageFormat?, Int?), context: ServerRequestContext
+        _ failure: ServerError, processor: any ImageProcessor, output: OutputRequest, context: ServerRequestContext
     ) async throws -> Response {
         guard let fallback else { throw failure }
         context.record.errorCode = failure.code
+        var plain = output
+        (plain.options.raw, plain.options.skipProcessing) = (false, [])
+        let output = plain
         let entry = try await admission.run(on: context.channel) {
-            try await self.produce(source: fallback.source, processor: processor, explicit: format.0, negotiated: format.1,
-                                   quality: format.2, record: context.record)
+            try await self.produce(source: fallback.source, processor: processor, output: output, record: context.record)
         }
         return FallbackImage.response(entry, failure: failure)
     }
@@ -198,9 +211,16 @@ public final class ImageService: Sendable {
     }
 
     /// Retrieves, checks and encodes the image; cancelling the calling task stops every step.
-    private func produce(
-        source: Source, processor: any ImageProcessor, explicit: ImageFormat?, negotiated: ImageFormat?, quality: Int?, record: RequestRecord
-    ) async throws -> ResponseCache.Entry {
+    ///
+    /// `raw` and `skp` read the source's bytes first: they are the answer when they apply, else they are
+    /// handed to the manager, so the source is downloaded once.
+    private func produce(source: Source, processor: any ImageProcessor, output: OutputRequest, record: RequestRecord) async throws -> ResponseCache.Entry {
+        var source = source
+        if output.options.raw || !output.options.skipProcessing.isEmpty {
+            let passed = try await passThrough(source, options: output.options)
+            if let entry = passed.entry { return entry }
+            source = .provider(RawImageDataProvider(data: passed.data, cacheKey: source.cacheKey))
+        }
         // The service keeps results encoded (response cache, result storage); the manager
         // keeps decoded images in memory only when the operator gave that cache a size.
         var items: HalcyonOptionsInfo = [
@@ -212,6 +232,7 @@ public final class ImageService: Sendable {
             .processor(processor),
             .cacheMemoryOnly,
         ]
+        if decodingLimits.onlyFirstFrame { items.append(.onlyLoadFirstFrame) }
         if configuration.memoryCacheMegabytes == 0 { items.append(.forceRefresh) }
         let started = ContinuousClock.now
         let result: RetrieveImageResult
@@ -220,32 +241,43 @@ public final class ImageService: Sendable {
         } catch {
             throw serverError(for: error)
         }
-        let image = result.image
         metrics.cache(Self.cacheName(result.cacheType))
         record.cacheTier = Self.cacheName(result.cacheType)
         let downloadSeconds = result.metrics?.totalDuration ?? 0
         if downloadSeconds > 0 { metrics.download(.milliseconds(Int64(downloadSeconds * 1000))) }
-        try checkResult(image)
-        let encoding = encodingPolicy.encoding(for: image, as: explicit ?? negotiated, quality: quality)
-        let body: Data
+        try checkResult(result.image)
         let span = startSpan("halcyon.encode", context: ServiceContext.current ?? .topLevel)
-        span.attributes["halcyon.format"] = encoding.format.rawValue
         defer { span.end() }
+        let encoded: (body: Data, format: ImageFormat)
         do {
-            body = try await RenderCancellation.perform(on: encodeQueue) { () throws(HalcyonError) -> Data in
-                try ImageEncoder.encode(image, as: encoding)
-            }
+            encoded = try await encode(result.image, output: output)
         } catch {
             span.recordError(error)
-            throw ServerError.from(error)
+            throw error
         }
-        span.attributes["halcyon.bytes"] = body.count
+        span.attributes["halcyon.format"] = encoded.format.rawValue
+        span.attributes["halcyon.bytes"] = encoded.body.count
         let processing = (ContinuousClock.now - started) - .milliseconds(Int64(downloadSeconds * 1000))
         metrics.processing(max(.zero, processing))
         metrics.computed()
-        let digest = SHA256.hash(data: body)
-        let etag = "\"" + Data(digest.prefix(16)).hexString + "\""
-        return ResponseCache.Entry(body: body, contentType: encoding.format.mimeType, etag: etag)
+        return ResponseCache.Entry(body: encoded.body, contentType: encoded.format.mimeType, etag: Self.etag(encoded.body))
+    }
+
+    /// A strong ETag for a body: the first 16 bytes of its SHA-256, quoted.
+    static func etag(_ body: Data) -> String {
+        "\"" + Data(SHA256.hash(data: body).prefix(16)).hexString + "\""
+    }
+
+    /// The watermark image at `path`, decoded once; its name carries the size and modification time.
+    static func loadWatermark(_ path: String) throws(ServerConfiguration.ConfigurationError) -> WatermarkSource {
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            let image = try Image(data: data)
+            let stamp = ((try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+            return WatermarkSource(image: image, name: "\(Data(SHA256.hash(data: data).prefix(8)).hexString)-\(Int(stamp))")
+        } catch {
+            throw .init(message: "cannot use the watermark image \(path): \(error)")
+        }
     }
 
     /// The answer for a retrieval error; the detail of an SSRF refusal goes to the log only.

@@ -65,19 +65,24 @@ final class MemoryAdmission: Sendable {
         if taken.reduce(0, { $0 + $1.bytes }) > 64 << 20 { MallocTuning.trim() }
     }
 
-    /// The result size and the pixels decoded for a source of `width` × `height`.
+    /// The result size and the pixels decoded for a source of `width` × `height` (either orientation: the larger).
     static func plan(options: ProcessingOptions, width: Int, height: Int, format: ImageFormat) -> (width: Int, height: Int, resultPixels: Int, decodePixels: Int) {
         let sourcePixels = width * height
-        let resizes = options.width > 0 || options.height > 0 || options.scalesSource
-        let resized = resizes ? options.thumbnailStep(limits: ImageDecodingOptions()).target(sourceWidth: width, sourceHeight: height)
-            : (width: width, height: height, scaleX: 1, scaleY: 1)
+        var resized = (width: width, height: height)
+        var shrink = 1.0
+        if options.hasGeometry {
+            let step = options.thumbnailStep(limits: ImageDecodingOptions())
+            let plans = [step.plan(sourceWidth: width, sourceHeight: height), step.plan(sourceWidth: height, sourceHeight: width)]
+            resized = (plans.map(\.canvas.width).max() ?? width, plans.map(\.canvas.height).max() ?? height)
+            if step.trim == nil { shrink = min(1, plans.map(\.scale).max() ?? 1) }
+        }
         // Padding grows the result (scaled by dpr, as the padding step does).
         let padding = options.padding
         let resultWidth = resized.width + Int((Double(padding.left + padding.right) * options.dpr).rounded())
         let resultHeight = resized.height + Int((Double(padding.top + padding.bottom) * options.dpr).rounded())
         let resultPixels = resultWidth * resultHeight
         // libjpeg's shrink lands at most twice the target per side; other formats decode whole.
-        let decodePixels = resizes && format == .jpeg ? min(sourcePixels, max(resized.width * resized.height, 1) * 4) : sourcePixels
+        let decodePixels = shrink < 1 && format == .jpeg ? min(sourcePixels, Int(Double(sourcePixels) * shrink * shrink * 4) + 1) : sourcePixels
         return (resultWidth, resultHeight, resultPixels, decodePixels)
     }
 }

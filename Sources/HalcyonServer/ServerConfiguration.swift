@@ -96,6 +96,22 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// An image served, processed with the request's options, when the source fails (missing, unreachable,
     /// unusable), with the failure's status. nil: the JSON error.
     public var fallbackImage: String?
+    /// The image `wm:` draws (PNG with alpha works best); nil: `wm:` is a 400.
+    public var watermarkPath: String?
+    /// Named option lists, `name=rs:fill:300:300/q:80`, used as `pr:name`; `default` applies to every request.
+    public var presets: [String] = []
+    /// Accept only preset names as the options of a URL.
+    public var onlyPresets = false
+    /// Frames of an animated source that are processed; 1 (imgproxy's default) serves the first frame as a still.
+    public var maxAnimationFrames = 1
+    /// Drop EXIF, XMP, IPTC and comments from results unless `sm:0`. Default true (imgproxy's).
+    public var stripMetadata = true
+    /// Keep EXIF copyright and artist when stripping, unless `kcr:0`. Default true.
+    public var keepCopyright = true
+    /// Drop the ICC profile (pixels are already sRGB) unless `scp:0`. Default true.
+    public var stripColorProfile = true
+    /// Encoder quality when the URL gives none; nil: the format's (JPEG 80, WebP 75, AVIF 65).
+    public var defaultQuality: Int?
 
     /// Makes the defaults.
     public init() {}
@@ -156,7 +172,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             throw ConfigurationError(message: "insecure mode is only allowed when no key is set")
         }
         guard maxInFlight > 0, maxQueue >= 0, maxResultDimension > 0, maxSourceBytes > 0, maxSourceMegapixels > 0, maxFrames > 0,
-              maxResultMegapixels > 0, memoryBudgetMegabytes > 0, maxConnections > 0 else {
+              maxResultMegapixels > 0, memoryBudgetMegabytes > 0, maxConnections > 0, maxAnimationFrames > 0,
+              defaultQuality.map({ (1...100).contains($0) }) ?? true else {
             throw ConfigurationError(message: "limits must be positive")
         }
         guard diskCacheMegabytes >= 0, memoryCacheMegabytes >= 0, responseCacheMegabytes >= 0 else {
@@ -169,6 +186,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
             throw ConfigurationError(message: "ports must be in 0...65535")
         }
         try validateFleetSettings()
+        _ = try presetTable()
     }
 
     /// A configuration error.
@@ -228,6 +246,19 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         if let v = try env.int("HALCYON_NEGATIVE_CACHE_TTL") { negativeCacheTTL = v }
         if let v = env.text["HALCYON_TRACE_ENDPOINT"] { traceEndpoint = v.isEmpty ? nil : v }
         if let v = env.text["HALCYON_FALLBACK_IMAGE"] { fallbackImage = v.isEmpty ? nil : v }
+        try applyProcessing(env)
+    }
+
+    /// Watermark, presets, animation, metadata and quality.
+    private mutating func applyProcessing(_ env: EnvironmentReader) throws(ConfigurationError) {
+        if let v = env.text["HALCYON_WATERMARK_PATH"] { watermarkPath = v.isEmpty ? nil : v }
+        if let v = env.list("HALCYON_PRESETS") { presets = v }
+        if let v = env.bool("HALCYON_ONLY_PRESETS") { onlyPresets = v }
+        if let v = try env.int("HALCYON_MAX_ANIMATION_FRAMES") { maxAnimationFrames = v }
+        if let v = env.bool("HALCYON_STRIP_METADATA") { stripMetadata = v }
+        if let v = env.bool("HALCYON_KEEP_COPYRIGHT") { keepCopyright = v }
+        if let v = env.bool("HALCYON_STRIP_COLOR_PROFILE") { stripColorProfile = v }
+        if let v = try env.int("HALCYON_QUALITY") { defaultQuality = v == 0 ? nil : v }
     }
 
     /// Limits and timeouts.
@@ -265,7 +296,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard let encoded = try? JSONEncoder().encode(shown),
               var object = (try? JSONSerialization.jsonObject(with: encoded)) as? [String: Any] else { return "{}" }
         // Unset optional values are shown as null rather than left out.
-        for name in ["metricsPort", "metricsHost", "localRoot", "cacheDirectory", "redisURL", "traceEndpoint", "fallbackImage"] where object[name] == nil { object[name] = NSNull() }
+        for name in ["metricsPort", "metricsHost", "localRoot", "cacheDirectory", "redisURL", "traceEndpoint", "fallbackImage", "watermarkPath", "defaultQuality"] where object[name] == nil { object[name] = NSNull() }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
             return "{}"
         }
@@ -315,6 +346,14 @@ private struct PartialConfiguration: Decodable {
     var negativeCacheTTL: Int?
     var traceEndpoint: String?
     var fallbackImage: String?
+    var watermarkPath: String?
+    var presets: [String]?
+    var onlyPresets: Bool?
+    var maxAnimationFrames: Int?
+    var stripMetadata: Bool?
+    var keepCopyright: Bool?
+    var stripColorProfile: Bool?
+    var defaultQuality: Int?
 
     func applied(to base: ServerConfiguration) -> ServerConfiguration {
         var c = base
@@ -358,6 +397,20 @@ private struct PartialConfiguration: Decodable {
         if let negativeCacheTTL { c.negativeCacheTTL = negativeCacheTTL }
         if let traceEndpoint { c.traceEndpoint = traceEndpoint }
         if let fallbackImage { c.fallbackImage = fallbackImage }
+        return appliedProcessing(to: c)
+    }
+
+    /// The processing settings over `c`.
+    private func appliedProcessing(to base: ServerConfiguration) -> ServerConfiguration {
+        var c = base
+        if let watermarkPath { c.watermarkPath = watermarkPath }
+        if let presets { c.presets = presets }
+        if let onlyPresets { c.onlyPresets = onlyPresets }
+        if let maxAnimationFrames { c.maxAnimationFrames = maxAnimationFrames }
+        if let stripMetadata { c.stripMetadata = stripMetadata }
+        if let keepCopyright { c.keepCopyright = keepCopyright }
+        if let stripColorProfile { c.stripColorProfile = stripColorProfile }
+        if let defaultQuality { c.defaultQuality = defaultQuality }
         return c
     }
 }

@@ -54,6 +54,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Cache-Control max-age of 404 and 422 answers, seconds (0: no-store).") var negativeCacheTTL: Int?
     @Option(help: "Export traces with OTLP/HTTP to this endpoint (e.g. http://127.0.0.1:4318); off when unset.") var traceEndpoint: String?
     @Option(help: "An image served (with the request's options and the failure's status) when a source fails.") var fallbackImage: String?
+    @Option(help: "The image `wm:` draws over results (PNG with alpha works best).") var watermarkPath: String?
+    @Option(help: "A named option list, name=rs:fill:300:300/q:80, used as pr:name (repeatable; `default` applies to every URL).")
+    var preset: [String] = []
+    @Flag(help: "Accept only preset names as the options of a URL.") var onlyPresets = false
+    @Option(help: "Frames of an animated source that are processed (default 1: the first frame, as imgproxy).") var maxAnimationFrames: Int?
+    @Flag(help: "Keep metadata unless a URL says sm:1 (default: strip all but copyright, as imgproxy).") var keepMetadata = false
+    @Option(help: "Encoder quality when a URL gives none (default: JPEG 80, WebP 75, AVIF 65).") var quality: Int?
     @Flag(help: "Print the effective configuration and exit.") var printConfig = false
 
     func run() async throws {
@@ -123,5 +130,11 @@ struct ServeCommand: AsyncParsableCommand {
         if let negativeCacheTTL { settings.negativeCacheTTL = negativeCacheTTL }
         if let traceEndpoint { settings.traceEndpoint = traceEndpoint }
         if let fallbackImage { settings.fallbackImage = fallbackImage }
+        if let watermarkPath { settings.watermarkPath = watermarkPath }
+        if !preset.isEmpty { settings.presets = preset }
+        if onlyPresets { settings.onlyPresets = true }
+        if let maxAnimationFrames { settings.maxAnimationFrames = maxAnimationFrames }
+        if let quality { settings.defaultQuality = quality }
+        if keepMetadata { settings.stripMetadata = false }
     }
 }

@@ -134,6 +134,20 @@ int hc_constant_like(VipsImage *like, const double *values, int n, VipsImage **o
 /** Joins images top to bottom (frames of an animation). */
 int hc_join_vertical(VipsImage **images, int n, VipsImage **out);
 
+/* MARK: - Trimming, metadata, watermark (halcyon_compose.c) */
+
+/** The box of what differs from the background (n values; n = 0 takes the top-left pixel's
+ *  colour) by more than threshold; width or height is 0 when everything is background. */
+int hc_find_trim(VipsImage *in, double threshold, const double *background, int n, int *left,
+                 int *top, int *width, int *height);
+/** A copy of in without EXIF, XMP, IPTC and comments; keeps EXIF copyright and artist when
+ *  keep_copyright, and the ICC profile when keep_icc. */
+int hc_strip_metadata(VipsImage *in, int keep_copyright, int keep_icc, VipsImage **out);
+/** overlay (8-bit RGBA) over base at (x, y), its alpha scaled by opacity (0...1); tile = 1 repeats
+ *  it across all of base from the top-left. The result keeps base's bands. */
+int hc_watermark(VipsImage *base, VipsImage *overlay, double opacity, int x, int y, int tile,
+                 VipsImage **out);
+
 /* MARK: - Saving */
 
 int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t *length);

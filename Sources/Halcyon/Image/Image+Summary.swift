@@ -1,6 +1,6 @@
 import Foundation
 
-/// Small summaries of an image for placeholders and `/info`: a BlurHash and a dominant colour.
+/// Small summaries of an image for placeholders and `/info`: a BlurHash, a ThumbHash and a dominant colour.
 extension Image {
     /// The longest side of the copy summaries are computed from.
     static let summarySide = 64
@@ -13,6 +13,12 @@ extension Image {
         let small = try summaryCopy()
         return try BlurHash.encode(rgba: small.pixels, width: small.width, height: small.height,
                                    componentsX: componentsX, componentsY: componentsY)
+    }
+
+    /// The ThumbHash of the first frame (see ``ThumbHash``), from a copy shrunk to at most 64 pixels a side.
+    public func thumbHash() throws(HalcyonError) -> [UInt8] {
+        let small = try summaryCopy()
+        return try ThumbHash.encode(rgba: small.pixels, width: small.width, height: small.height)
     }
 
     /// The dominant colour of the first frame (see ``DominantColor``), from a copy shrunk to at most 64 pixels a side.

@@ -95,6 +95,13 @@ public enum ImageDecoder {
         let buffer: EncodedBuffer
         let allFrames: Bool
         let header: VipsImageRef
+
+        /// The EXIF orientation (1...8) decoding makes upright; 1 for animations, whose frames are not turned.
+        public var orientation: Int {
+            guard frameCount == 1 else { return 1 }
+            let value = withExtendedLifetime(header) { header.orientation }
+            return (1...8).contains(value) ? value : 1
+        }
     }
 
     /// Opens `data`: sniffs the format, reads the header and checks the pixel and frame limits of `options`.

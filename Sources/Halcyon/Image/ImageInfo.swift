@@ -27,16 +27,19 @@ public struct ImageInfo: Sendable, Equatable, Codable {
     public var bytes: Int
     /// Whether EXIF, XMP, IPTC and an ICC profile are present.
     public var hasEXIF: Bool, hasXMP: Bool, hasIPTC: Bool, hasICCProfile: Bool
-    /// Common EXIF fields that are present (Make, Model, DateTimeOriginal, ExposureTime, FNumber, ISO, FocalLength, Software).
+    /// Common EXIF fields that are present (Make, Model, Copyright, Artist, DateTimeOriginal, ExposureTime, FNumber, ISO, FocalLength, Software).
     public var exif: [String: String]
     /// The dominant colour as `#rrggbb` (see ``DominantColor``).
     public var dominantColor: String
     /// The BlurHash of the first frame, when asked for.
     public var blurHash: String?
+    /// The ThumbHash of the first frame, standard base64 (see ``ThumbHash``).
+    public var thumbHash: String
 
     /// The EXIF fields reported, by libvips' field name.
     static let exifFields: [(String, String)] = [
         ("Make", "exif-ifd0-Make"), ("Model", "exif-ifd0-Model"), ("Software", "exif-ifd0-Software"),
+        ("Copyright", "exif-ifd0-Copyright"), ("Artist", "exif-ifd0-Artist"),
         ("DateTimeOriginal", "exif-ifd2-DateTimeOriginal"), ("ExposureTime", "exif-ifd2-ExposureTime"),
         ("FNumber", "exif-ifd2-FNumber"), ("ISOSpeedRatings", "exif-ifd2-ISOSpeedRatings"),
         ("FocalLength", "exif-ifd2-FocalLength"),
@@ -71,6 +74,7 @@ public struct ImageInfo: Sendable, Equatable, Codable {
             orientation: header.orientation, hasAlpha: header.hasAlpha, colorSpace: header.interpretation, bytes: data.count,
             hasEXIF: header.hasField("exif-data"), hasXMP: header.hasField("xmp-data"), hasIPTC: header.hasField("iptc-data"),
             hasICCProfile: header.hasField("icc-profile-data"), exif: exif,
-            dominantColor: String(format: "#%02x%02x%02x", dominant.red, dominant.green, dominant.blue), blurHash: hash)
+            dominantColor: String(format: "#%02x%02x%02x", dominant.red, dominant.green, dominant.blue), blurHash: hash,
+            thumbHash: Data(try thumbnail.thumbHash()).base64EncodedString())
     }
 }

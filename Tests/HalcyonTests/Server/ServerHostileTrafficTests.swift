@@ -107,6 +107,7 @@ struct ServerHostileTrafficTests {
         let gif = try TestImages.animation(frames: 30, width: 100, height: 100).encoded(as: .gif)
         let fixture = try await ServerFixture.start(files: ["anim.gif": gif]) { config in
             config.maxResultMegapixels = 10
+            config.maxAnimationFrames = 100
         }
         defer { Task { await fixture.stop() } }
         // 30 frames of 1000×1000 are 30 MP: over 10 MP although one frame is 1 MP.

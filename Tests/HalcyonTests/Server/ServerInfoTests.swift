@@ -29,6 +29,11 @@ struct ServerInfoTests {
         let decoded = try BlurHashDecoder.decode(hash, width: small.width, height: small.height)
         let error = BlurHashTests.meanError(decoded, try small.withAlpha().pixelBytes())
         #expect(error < 8, "mean error \(error)")
+        // The ThumbHash carries the 320:200 aspect ratio and the average colour.
+        let thumbText = try #require(json["thumbHash"] as? String)
+        let thumb = try #require(Data(base64Encoded: thumbText))
+        let preview = try #require(ThumbHashDecoder.decode(Array(thumb), width: 32, height: 20))
+        #expect(abs(preview.aspectRatio - 1.6) < 0.3 && abs(preview.average.r * 255 - 127.5) < 8, "\(preview.aspectRatio) \(preview.average)")
         await fixture.stop()
     }
 

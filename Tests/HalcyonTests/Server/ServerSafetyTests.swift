@@ -154,6 +154,7 @@ struct ServerLimitTests {
         let fixture = try await ServerFixture.start(files: ["big.png": big, "anim.gif": animation]) { config in
             config.maxSourceBytes = big.count - 1
             config.maxFrames = 3
+            config.maxAnimationFrames = 100
             config.maxResultDimension = 150
         }
         defer { Task { await fixture.stop() } }

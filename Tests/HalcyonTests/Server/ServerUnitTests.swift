@@ -123,12 +123,12 @@ struct ServerURLTests {
         let options = try ProcessingOptions.parse(
             ["rs:fill:300:200", "g:no", "q:70", "f:webp", "bl:2.5", "rd:12", "bw", "tint:ff000080"], maxDimension: 1000)
         #expect(options.resizeMode == .fill && options.width == 300 && options.height == 200)
-        #expect(options.gravity == .no && options.quality == 70 && options.format == .webp)
+        #expect(options.gravity.type == .no && options.quality == 70 && options.format == .webp)
         #expect(options.blur == 2.5 && options.round == 12 && options.blackWhite)
         #expect(options.tint == Color(hex: "ff000080"))
         let sizes = try ProcessingOptions.parse(["w:40", "h:30"], maxDimension: 1000)
         #expect(sizes.width == 40 && sizes.height == 30 && sizes.resizeMode == .fit)
-        for bad in ["zz:2", "z:0", "rt:squash", "exp:soon", "rs:squash:1:1", "w:-1", "w:1001", "q:0", "q:101", "g:up", "tint:xyz", "f:bmp", "bl:abc", "bw:2"] {
+        for bad in ["zz:2", "z:0", "rt:squash", "exp:soon", "rs:squash:1:1", "w:-1", "w:1001", "q:-1", "q:101", "g:up", "tint:xyz", "f:bmp", "bl:abc", "bw:2"] {
             do {
                 _ = try ProcessingOptions.parse([bad], maxDimension: 1000)
                 Issue.record("\(bad) must be refused")

@@ -1,0 +1,92 @@
+import Foundation
+import Halcyon
+import NIOCore
+
+// MARK: - Output: format, quality, size cap, metadata, pass-through
+
+/// What the encode of one request needs: the asked or negotiated format and the options' output settings.
+struct OutputRequest: Sendable {
+    /// `f:` or the path's extension.
+    var explicit: ImageFormat?
+    /// From `Accept`, when nothing is explicit.
+    var negotiated: ImageFormat?
+    /// The request's options.
+    var options: ProcessingOptions
+
+    /// The part of the result cache key that the encode adds: format, qualities, size cap and metadata.
+    func cacheKey(defaults: ServerConfiguration) -> String {
+        let qualities = options.formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" }
+        let strip = (options.stripMetadata ?? defaults.stripMetadata, options.keepCopyright ?? defaults.keepCopyright,
+                     options.stripColorProfile ?? defaults.stripColorProfile)
+        return "#\((explicit ?? negotiated)?.rawValue ?? "source")#\(options.quality ?? defaults.defaultQuality ?? 0)"
+            + "#\(qualities.joined(separator: ","))#\(options.maxBytes ?? 0)#\(strip.0 ? 1 : 0)\(strip.1 ? 1 : 0)\(strip.2 ? 1 : 0)"
+    }
+}
+
+extension ImageService {
+    /// The encoded result: metadata stripped as configured, at the format's quality, re-encoded at lower
+    /// qualities while over `mb:` (lossy formats only, at most 8 tries, quality not below 10).
+    func encode(_ image: Image, output: OutputRequest) async throws -> (body: Data, format: ImageFormat) {
+        let options = output.options
+        var image = image
+        if options.stripMetadata ?? configuration.stripMetadata {
+            image = try image.strippingMetadata(keepCopyright: options.keepCopyright ?? configuration.keepCopyright,
+                                                keepColorProfile: !(options.stripColorProfile ?? configuration.stripColorProfile))
+        }
+        let format = encodingPolicy.encoding(for: image, as: output.explicit ?? output.negotiated).format
+        let quality = options.quality(for: format) ?? configuration.defaultQuality
+        var encoding = encodingPolicy.encoding(for: image, as: format, quality: quality)
+        var body = try await encodeOnQueue(image, as: encoding)
+        guard let limit = options.maxBytes else { return (body, encoding.format) }
+        for _ in 0..<8 where body.count > limit {
+            guard let current = Self.lossyQuality(encoding), current > 10 else { break }
+            // Size falls roughly with quality; aim a little under the ratio, and always drop by at least 5.
+            let aimed = Int(Double(current) * Double(limit) / Double(body.count) * 0.9)
+            encoding = encodingPolicy.encoding(for: image, as: encoding.format, quality: max(10, min(current - 5, aimed)))
+            body = try await encodeOnQueue(image, as: encoding)
+        }
+        return (body, encoding.format)
+    }
+
+    /// The quality of a lossy encoding, nil for lossless ones.
+    static func lossyQuality(_ encoding: ImageEncodingFormat) -> Int? {
+        switch encoding {
+        case .jpeg(let quality, _): return quality
+        case .webp(let quality, false), .avif(let quality, false): return quality
+        default: return nil
+        }
+    }
+
+    /// One encode on the bounded encode queue; stops when the request's task is cancelled.
+    private func encodeOnQueue(_ image: Image, as encoding: ImageEncodingFormat) async throws -> Data {
+        do {
+            return try await RenderCancellation.perform(on: encodeQueue) { () throws(HalcyonError) -> Data in
+                try ImageEncoder.encode(image, as: encoding)
+            }
+        } catch {
+            throw ServerError.from(error)
+        }
+    }
+
+    /// The source's bytes as they are, for `raw` and for `skp` when the source's format is listed; nil when `skp`
+    /// does not apply. The download keeps every limit (SSRF guard, size, timeouts); the bytes must sniff as an image.
+    func passThrough(_ source: Source, options: ProcessingOptions) async throws -> (entry: ResponseCache.Entry?, data: Data) {
+        let data: Data
+        do {
+            switch source {
+            case .network(let resource):
+                data = try await manager.downloader.downloadData(with: resource.downloadURL).data
+            case .provider(let provider):
+                data = try await provider.data()
+            }
+        } catch let error as HalcyonError {
+            throw ServerError.from(error)
+        }
+        let format = ImageFormat(sniffing: data)
+        guard format != .unknown else {
+            throw ServerError(status: 422, code: "unsupported_format", message: "the source is not an image in a known format")
+        }
+        guard options.raw || options.skipProcessing.contains(format) else { return (nil, data) }
+        return (ResponseCache.Entry(body: data, contentType: format.mimeType, etag: ImageService.etag(data)), data)
+    }
+}
