@@ -133,3 +133,9 @@ int hc_watermark(VipsImage *base, VipsImage *overlay, double opacity, int x, int
     g_object_unref(bands);
     return result;
 }
+
+/* MARK: - Smart crop */
+
+int hc_smartcrop(VipsImage *in, int width, int height, VipsImage **out) {
+    return vips_smartcrop(in, out, width, height, "interesting", VIPS_INTERESTING_ATTENTION, NULL);
+}

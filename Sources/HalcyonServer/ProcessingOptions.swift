@@ -172,7 +172,7 @@ extension ProcessingOptions {
         case ea
         /// West (left).
         case we
-        /// Smart; falls back to the centre (no saliency detection yet).
+        /// Smart: libvips' attention model picks the crop (see ``SmartCroppingImageProcessor``); offsets are ignored.
         case sm
         /// North-east (top right).
         case noea
@@ -185,7 +185,8 @@ extension ProcessingOptions {
         /// A focus point given as fractions of the width and height.
         case fp
 
-        /// The unit anchor (0,0 top left; 1,1 bottom right); smart and focus point give the centre.
+        /// The unit anchor (0,0 top left; 1,1 bottom right); smart and focus point give the centre (smart crops
+        /// are placed by the attention model instead, extensions and watermarks at the centre).
         public var anchor: CGPoint {
             switch self {
             case .ce, .sm, .fp: return CGPoint(x: 0.5, y: 0.5)

@@ -89,7 +89,11 @@ struct ThumbnailStep: Sendable {
         let plan = self.plan(sourceWidth: source.width, sourceHeight: source.height)
         span?.attributes["halcyon.size"] = "\(plan.canvas.width)x\(plan.canvas.height)"
         image = try turned(image, options: options)
-        if let rect = plan.crop {
+        if let rect = plan.crop, (crop?.placement ?? gravity).type == .sm {
+            let sx = Double(image.width) / Double(plan.turned.width), sy = Double(image.height) / Double(plan.turned.height)
+            image = try SmartCroppingImageProcessor(size: CGSize(width: Double(rect.width) * sx, height: Double(rect.height) * sy))
+                .process(item: .image(image), options: options)
+        } else if let rect = plan.crop {
             // The image may be the loader's shrink of the source: crop at its scale.
             let sx = Double(image.width) / Double(plan.turned.width), sy = Double(image.height) / Double(plan.turned.height)
             let scaled = CGRect(x: Double(rect.x) * sx, y: Double(rect.y) * sy, width: Double(rect.width) * sx, height: Double(rect.height) * sy)
@@ -145,6 +149,9 @@ struct ThumbnailStep: Sendable {
             image = try ResizingImageProcessor(referenceSize: CGSize(width: cover.0, height: cover.1)).process(item: .image(image), options: options)
         }
         if result.width == image.width && result.height == image.height { return image }
+        if gravity.type == .sm {
+            return try SmartCroppingImageProcessor(size: CGSize(width: result.width, height: result.height)).process(item: .image(image), options: options)
+        }
         let origin = gravity.origin(outer: (image.width, image.height), inner: result)
         return try CroppingImageProcessor(rect: CGRect(x: origin.x, y: origin.y, width: result.width, height: result.height))
             .process(item: .image(image), options: options)

@@ -48,6 +48,20 @@ struct ComposeProcessorTests {
         #expect(try scaled.pixel(x: 31, y: 5).red == 0)
     }
 
+    @Test("A smart crop finds the detailed corner of a flat image")
+    func smartCrop() throws {
+        var pixels = [UInt8](repeating: 128, count: 80 * 60 * 4)
+        for y in 0..<60 { for x in 0..<80 {
+            let i = (y * 80 + x) * 4
+            pixels[i + 3] = 255
+            if x >= 55 && y >= 35 { (pixels[i], pixels[i + 1], pixels[i + 2]) = (x + y) % 2 == 0 ? (255, 0, 0) : (0, 255, 0) }
+        } }
+        let image = try Image(rgbaPixels: pixels, width: 80, height: 60)
+        let cropped = try run(SmartCroppingImageProcessor(size: CGSize(width: 30, height: 30)), image)
+        #expect(cropped.width == 30 && cropped.height == 30)
+        #expect(try cropped.pixel(x: 29, y: 29).green == 255 || cropped.pixel(x: 29, y: 29).red == 255, "the busy corner is kept")
+    }
+
     @Test("A rectangle crop takes exactly that part; outside parts are dropped")
     func rectangleCrop() throws {
         let image = try TestImages.gradient(width: 30, height: 20)

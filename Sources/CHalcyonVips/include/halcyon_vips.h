@@ -148,6 +148,10 @@ int hc_strip_metadata(VipsImage *in, int keep_copyright, int keep_icc, VipsImage
 int hc_watermark(VipsImage *base, VipsImage *overlay, double opacity, int x, int y, int tile,
                  VipsImage **out);
 
+/** The width x height part of in that libvips' attention model finds most interesting
+ *  (edges, skin tones, saturated colour). */
+int hc_smartcrop(VipsImage *in, int width, int height, VipsImage **out);
+
 /* MARK: - Saving */
 
 int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t *length);

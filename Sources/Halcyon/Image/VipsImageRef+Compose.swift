@@ -34,4 +34,9 @@ extension VipsImageRef {
             hc_watermark($0, overlay.pointer, min(1, max(0, opacity)), Int32(x), Int32(y), tiled ? 1 : 0, $1)
         }
     }
+
+    /// The `width` × `height` part libvips' attention model finds most interesting.
+    func smartCropped(width: Int, height: Int) throws(HalcyonError) -> VipsImageRef {
+        try apply("smartcrop") { hc_smartcrop($0, Int32(width), Int32(height), $1) }
+    }
 }

@@ -86,6 +86,33 @@ struct ImgproxyGeometryTests {
         await fixture.stop()
     }
 
+    /// 300×200 flat grey with a red and green checkerboard at x 220..<290, y 60..<140.
+    static func busyRight() throws -> Data {
+        var pixels = [UInt8](repeating: 128, count: 300 * 200 * 4)
+        for y in 0..<200 { for x in 0..<300 {
+            let i = (y * 300 + x) * 4
+            pixels[i + 3] = 255
+            if (220..<290).contains(x) && (60..<140).contains(y) {
+                let red = ((x / 5) + (y / 5)) % 2 == 0
+                (pixels[i], pixels[i + 1], pixels[i + 2]) = red ? (255, 0, 0) : (0, 255, 0)
+            }
+        } }
+        return try Image(rgbaPixels: pixels, width: 300, height: 200).encoded(as: .png())
+    }
+
+    @Test("g:sm crops where libvips' attention model finds detail; the centre crop misses it")
+    func smartGravity() async throws {
+        let fixture = try await ServerFixture.start(image: Self.busyRight())
+        defer { Task { await fixture.stop() } }
+        let hasRed = { (image: Image) throws -> Bool in
+            try (0..<image.width).contains { x in try image.pixel(x: x, y: image.height / 2).red > 200 }
+        }
+        #expect(try hasRed(try await Self.image(fixture, "rs:fill:100:200/g:sm")))
+        #expect(try !hasRed(try await Self.image(fixture, "rs:fill:100:200/g:ce")))
+        #expect(try hasRed(try await Self.image(fixture, "c:100:200:sm")), "a crop with smart gravity")
+        await fixture.stop()
+    }
+
     @Test("t cuts a border of one colour, optionally equal on both sides")
     func trim() async throws {
         // 100×80 white with a red 40×40 square at (20, 10).
