@@ -155,7 +155,7 @@ struct Tally {
     mutating func record(_ source: String, _ outcome: ImagePrefetcher.ItemOutcome) -> (String, Int, Bool) {
         switch outcome {
         case .completed(let result):
-            let size = result.data?.count ?? 0
+            let size = result.originalData?.count ?? 0
             completed.append(source)
             bytes += size
             return ("completed  \(source)  \(size) bytes  \(result.image.width)x\(result.image.height)", size, false)

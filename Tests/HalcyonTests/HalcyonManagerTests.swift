@@ -12,7 +12,7 @@ struct HalcyonManagerFlowTests {
         let url = fixture.url("/image/flow")
         let first = try await fixture.manager.retrieveImage(with: url, options: [.waitForCache])
         #expect(first.cacheType == .none)
-        #expect(first.data == fixture.server.image)
+        #expect(first.data() == fixture.server.image && first.originalData == fixture.server.image)
         #expect(first.image.width == 64)
         let second = try await fixture.manager.retrieveImage(with: url)
         #expect(second.cacheType == .memory)

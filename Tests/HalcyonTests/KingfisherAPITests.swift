@@ -51,3 +51,49 @@ struct KingfisherAPITests {
         #expect(!FileManager.default.fileExists(atPath: cache.cachePath(forKey: "photo.png", processorIdentifier: "p")))
     }
 }
+
+/// Records the chunks it is given while `enabled`.
+final class ChunkRecorder: DataReceivingSideEffect {
+    let chunks = Locked<[Data]>([])
+    let enabled = Locked(true)
+    var onShouldApply: @Sendable () -> Bool { { [enabled] in enabled.withLock { $0 } } }
+    func onDataReceived(task: SessionDataTask, data: Data) { chunks.withLock { $0.append(data) } }
+}
+
+/// `.onDataReceived`, `.asyncCacheTypeCheck` and `RetrieveImageResult.data()` against a loopback server.
+@Suite("Kingfisher API: data hooks")
+struct KingfisherDataAPITests {
+    @Test("onDataReceived sees every chunk of the body in order; onShouldApply turns it off")
+    func dataReceived() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let recorder = ChunkRecorder()
+        let url = fixture.url("/slow/chunks?delay=20&chunks=4")
+        _ = try await fixture.manager.retrieveImage(with: url, options: [.onDataReceived([recorder]), .forceRefresh, .asyncCacheTypeCheck])
+        let chunks = recorder.chunks.withLock { $0 }
+        #expect(chunks.count >= 4, "\(chunks.count) chunks")
+        #expect(chunks.reduce(Data(), +) == fixture.server.image)
+        let silent = ChunkRecorder()
+        silent.enabled.withLock { $0 = false }
+        _ = try await fixture.manager.retrieveImage(with: fixture.url("/slow/quiet?delay=5&chunks=3"), options: [.onDataReceived([silent])])
+        #expect(silent.chunks.withLock { $0.isEmpty })
+    }
+
+    @Test("data() gives the downloaded bytes for a load and serialized bytes for memory and disk hits")
+    func resultData() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let url = fixture.url("/image/data")
+        let loaded = try await fixture.manager.retrieveImage(with: url, options: [.waitForCache])
+        #expect(loaded.data() == fixture.server.image)
+        let memory = try await fixture.manager.retrieveImage(with: url)
+        #expect(memory.cacheType == .memory && memory.originalData == nil)
+        let fromMemory = try #require(memory.data())
+        #expect(try ImageDecoder.decode(fromMemory).width == loaded.image.width)
+        fixture.cache.clearMemoryCache()
+        let disk = try await fixture.manager.retrieveImage(with: url)
+        #expect(disk.cacheType == .disk)
+        let fromDisk = try #require(disk.data())
+        #expect(try ImageDecoder.decode(fromDisk).height == loaded.image.height)
+    }
+}

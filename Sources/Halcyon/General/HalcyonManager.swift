@@ -340,7 +340,7 @@ private struct AttemptContext: Sendable {
     func result(_ image: Image, cacheType: CacheType, data: Data? = nil, metrics: NetworkMetrics? = nil) -> RetrieveImageResult {
         let modified = options.imageModifier?.modify(image) ?? image
         return RetrieveImageResult(image: modified, cacheType: cacheType, source: source, originalSource: originalSource,
-                                   data: data, metrics: metrics)
+                                   originalData: data, metrics: metrics, serializer: options.cacheSerializer)
     }
 }
 

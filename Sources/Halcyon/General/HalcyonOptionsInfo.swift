@@ -58,6 +58,8 @@ public enum HalcyonOptionsInfoItem: Sendable {
     case alternativeSources([Source])
     /// When and how often a failed retrieval is retried.
     case retryStrategy(any RetryStrategy)
+    /// Side effects that see each chunk of a download's body as it arrives (the download is not shared then).
+    case onDataReceived([any DataReceivingSideEffect])
 
     // MARK: Decoding and processing
 
@@ -90,6 +92,9 @@ public enum HalcyonOptionsInfoItem: Sendable {
     case alsoPrefetchToMemory
     /// Read the disk cache on the calling thread (completion-handler API).
     case loadDiskFileSynchronously
+    /// Check the cache type off the calling thread. Accepted for compatibility: Halcyon's cache
+    /// lookups never block the caller unless `loadDiskFileSynchronously` asks them to.
+    case asyncCacheTypeCheck
     /// How disk entries are written; `.syncsWrites` fsyncs each file before renaming it in place.
     case diskStoreWriteOptions(DiskStoreWriteOptions)
     /// Expiration of new memory cache entries. Default: the memory storage's.
@@ -151,6 +156,7 @@ public struct HalcyonParsedOptionsInfo: Sendable {
     public var redirectHandler: (any ImageDownloadRedirectHandler)?
     public var alternativeSources: [Source]?
     public var retryStrategy: (any RetryStrategy)?
+    public var onDataReceived: [any DataReceivingSideEffect]?
     public var scaleFactor: CGFloat = 1
     public var onlyLoadFirstFrame = false
     public var preloadAllAnimationData = false
@@ -164,6 +170,7 @@ public struct HalcyonParsedOptionsInfo: Sendable {
     public var cacheOriginalImage = false
     public var alsoPrefetchToMemory = false
     public var loadDiskFileSynchronously = false
+    public var asyncCacheTypeCheck = false
     public var diskStoreWriteOptions: DiskStoreWriteOptions = []
     public var memoryCacheExpiration: StorageExpiration?
     public var memoryCacheAccessExtendingExpiration: ExpirationExtending = .cacheTime
@@ -205,6 +212,7 @@ public struct HalcyonParsedOptionsInfo: Sendable {
         case .redirectHandler(let value): redirectHandler = value
         case .alternativeSources(let value): alternativeSources = value
         case .retryStrategy(let value): retryStrategy = value
+        case .onDataReceived(let value): onDataReceived = value
         case .scaleFactor(let value): scaleFactor = value
         case .onlyLoadFirstFrame: onlyLoadFirstFrame = true
         case .preloadAllAnimationData: preloadAllAnimationData = true
@@ -218,6 +226,7 @@ public struct HalcyonParsedOptionsInfo: Sendable {
         case .cacheOriginalImage: cacheOriginalImage = true
         case .alsoPrefetchToMemory: alsoPrefetchToMemory = true
         case .loadDiskFileSynchronously: loadDiskFileSynchronously = true
+        case .asyncCacheTypeCheck: asyncCacheTypeCheck = true
         case .diskStoreWriteOptions(let value): diskStoreWriteOptions = value
         case .memoryCacheExpiration(let value): memoryCacheExpiration = value
         case .memoryCacheAccessExtendingExpiration(let value): memoryCacheAccessExtendingExpiration = value

@@ -11,9 +11,31 @@ public struct RetrieveImageResult: Sendable {
     /// The source the retrieval was asked for.
     public let originalSource: Source
     /// The original bytes, when the image was loaded from its source in this retrieval.
-    public let data: Data?
+    public let originalData: Data?
     /// Network metrics of the download, when there was one.
     public let metrics: NetworkMetrics?
+    /// The serializer of the retrieval's options, for ``data()``.
+    let serializer: any CacheSerializer
+
+    init(image: Image, cacheType: CacheType, source: Source, originalSource: Source, originalData: Data?, metrics: NetworkMetrics?,
+         serializer: any CacheSerializer = DefaultCacheSerializer.default) {
+        self.image = image
+        self.cacheType = cacheType
+        self.source = source
+        self.originalSource = originalSource
+        self.originalData = originalData
+        self.metrics = metrics
+        self.serializer = serializer
+    }
+
+    /// The image's data (Kingfisher's `data()`): the downloaded bytes for a load from the source, else the
+    /// image serialized by the options' ``CacheSerializer`` now (memory and disk hits), nil when that fails.
+    ///
+    /// Serializing encodes the image: call it off the main thread for large images.
+    public func data() -> Data? {
+        if let originalData { return originalData }
+        return try? serializer.data(with: image, original: nil)
+    }
 }
 
 /// A failure of one source among several tried, for `alternativeSourcesExhausted`.

@@ -40,6 +40,8 @@ public struct DataLoadingRequest: Sendable {
     public var redirectHandler: (any ImageDownloadRedirectHandler)?
     /// Called while the body streams in, on any thread.
     public var progressBlock: DownloadProgressBlock?
+    /// Given each chunk of the body as it arrives, on any thread.
+    public var dataReceivers: [any DataReceivingSideEffect]
     /// Sent as a conditional request when set; a 304 answer is ``DataLoadingResult/notModified``.
     public var validators: CacheValidators?
     /// The priority of the load; it may change while the load waits.
@@ -51,6 +53,7 @@ public struct DataLoadingRequest: Sendable {
         requestModifier: (any AsyncImageDownloadRequestModifier)? = nil,
         redirectHandler: (any ImageDownloadRedirectHandler)? = nil,
         progressBlock: DownloadProgressBlock? = nil,
+        dataReceivers: [any DataReceivingSideEffect] = [],
         validators: CacheValidators? = nil,
         priority: LoadPriority = LoadPriority(0.5)
     ) {
@@ -58,6 +61,7 @@ public struct DataLoadingRequest: Sendable {
         self.requestModifier = requestModifier
         self.redirectHandler = redirectHandler
         self.progressBlock = progressBlock
+        self.dataReceivers = dataReceivers
         self.validators = validators
         self.priority = priority
     }
@@ -86,7 +90,8 @@ extension ImageDownloader: DataLoading {
         }
         let options = DownloadOptions(
             requestModifier: modifier, redirectHandler: request.redirectHandler,
-            downloadPriority: request.priority.value, callbackQueue: .untouch, progressBlock: request.progressBlock)
+            downloadPriority: request.priority.value, callbackQueue: .untouch, progressBlock: request.progressBlock,
+            dataReceivers: request.dataReceivers)
         let task = DownloadTask(url: request.url)
         task.follow(request.priority)
         let observation = request.priority.observe { _ in task.priorityDidChange() }

@@ -26,6 +26,9 @@ public struct DownloadOptions: Sendable {
     public var callbackQueue: CallbackQueue
     /// Called while the body streams in, on `callbackQueue`.
     public var progressBlock: DownloadProgressBlock?
+    /// Given each chunk of the body as it arrives, on the thread that read it. Default: the
+    /// `onDataReceived` side effects of `processingOptions`.
+    public var dataReceivers: [any DataReceivingSideEffect]
 
     /// Makes options; every argument has the documented default.
     public init(
@@ -34,7 +37,8 @@ public struct DownloadOptions: Sendable {
         downloadPriority: Float = 0.5,
         processingOptions: HalcyonParsedOptionsInfo = HalcyonParsedOptionsInfo(nil),
         callbackQueue: CallbackQueue = .untouch,
-        progressBlock: DownloadProgressBlock? = nil
+        progressBlock: DownloadProgressBlock? = nil,
+        dataReceivers: [any DataReceivingSideEffect]? = nil
     ) {
         self.requestModifier = requestModifier
         self.redirectHandler = redirectHandler
@@ -42,6 +46,7 @@ public struct DownloadOptions: Sendable {
         self.processingOptions = processingOptions
         self.callbackQueue = callbackQueue
         self.progressBlock = progressBlock
+        self.dataReceivers = dataReceivers ?? processingOptions.onDataReceived ?? []
     }
 
     /// The processor that turns the bytes into the image. Default ``DefaultImageProcessor``.

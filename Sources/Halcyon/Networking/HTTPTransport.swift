@@ -226,6 +226,7 @@ struct HTTPTransport: Sendable {
                     throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: body.count))
                 }
                 task.reportProgress(received: body.count, expected: expectedTotal)
+                if task.hasDataReceivers { task.reportData(Data(buffer: buffer)) }
             }
         } catch {
             if let validator, body.count > 0, !(error is HalcyonError) {

@@ -182,6 +182,17 @@ public final class SessionDataTask: Sendable {
         }
     }
 
+    /// Whether any caller has `.onDataReceived` side effects (the transport copies chunks only then).
+    var hasDataReceivers: Bool { state.withLock { $0.callbacks.contains { !$0.callback.options.dataReceivers.isEmpty } } }
+
+    /// Gives a body chunk to every caller's side effects that want it now.
+    func reportData(_ chunk: Data) {
+        let receivers = state.withLock { state in state.callbacks.flatMap { $0.callback.options.dataReceivers } }
+        for receiver in receivers where receiver.onShouldApply() {
+            receiver.onDataReceived(task: self, data: chunk)
+        }
+    }
+
     /// Sends progress to every caller that asked for it.
     func reportProgress(received: Int, expected: Int?) {
         let blocks = state.withLock { state in

@@ -97,7 +97,7 @@ extension ImagePipeline {
         }
         let loading = DataLoadingRequest(
             url: url, requestModifier: request.requestModifier, redirectHandler: request.redirectHandler,
-            progressBlock: request.progressBlock, validators: validators, priority: priority)
+            progressBlock: request.progressBlock, dataReceivers: request.dataReceivers, validators: validators, priority: priority)
         // The fetch span is the current context while loading, so the HTTP client's own span (AsyncHTTPClient
         // traces with the bootstrapped tracer) is its child and sends the trace context on to the origin.
         let span = startSpan("halcyon.fetch", context: request.serviceContext, ofKind: .internal)

@@ -28,6 +28,8 @@ struct PipelineRequest: Sendable {
     let requestModifier: (any AsyncImageDownloadRequestModifier)?
     let redirectHandler: (any ImageDownloadRedirectHandler)?
     let progressBlock: DownloadProgressBlock?
+    /// `.onDataReceived`'s side effects.
+    let dataReceivers: [any DataReceivingSideEffect]
     /// The caller's queue for processing (`.processingQueue`), or nil for the pipeline's bounded queues.
     let processingQueue: CallbackQueue?
     let dataKey: FetchDataKey
@@ -62,8 +64,9 @@ struct PipelineRequest: Sendable {
         requestModifier = options.requestModifier
         redirectHandler = options.redirectHandler
         self.progressBlock = progressBlock
+        dataReceivers = options.onDataReceived ?? []
         processingQueue = options.processingQueue
-        let exclusive = progressBlock != nil || options.requestModifier != nil || options.redirectHandler != nil
+        let exclusive = progressBlock != nil || !dataReceivers.isEmpty || options.requestModifier != nil || options.redirectHandler != nil
         dataKey = FetchDataKey(
             origin: source.fetchOrigin, loader: ObjectIdentifier(self.loader), retryFailed: options.retryFailed,
             validators: nil, exclusive: exclusive ? exclusiveID() : nil)
