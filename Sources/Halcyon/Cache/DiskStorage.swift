@@ -29,8 +29,23 @@ public enum DiskStorage {
     /// latency-sensitive threads (``ImageCache`` does). Thread-safe: files are
     /// only ever replaced atomically, and the size bookkeeping is under one lock.
     public final class Backend: Sendable {
-        /// The configuration this storage was made with.
-        public let config: Config
+        /// The settings, changeable on a running storage (Kingfisher's live `diskStorage.config`):
+        /// size limit, expiration, extensions and the other flags apply from the next call.
+        ///
+        /// `name`, `directory` and `cachePathBlock` are fixed when the storage is made, and an
+        /// invalid `pathExtension` is not taken: a change to them is ignored.
+        public var config: Config {
+            get { liveConfig.withLock { $0 } }
+            set {
+                liveConfig.withLock { current in
+                    var accepted = newValue
+                    (accepted.name, accepted.directory, accepted.cachePathBlock) = (current.name, current.directory, current.cachePathBlock)
+                    if let ext = accepted.pathExtension, !Self.isValidExtension(ext) { accepted.pathExtension = current.pathExtension }
+                    current = accepted
+                }
+            }
+        }
+        private let liveConfig: Locked<Config>
         /// The directory holding the entry files.
         public let directoryURL: URL
 
@@ -73,10 +88,10 @@ public enum DiskStorage {
 
         /// Makes a storage from a config whose name and extension are already known to be valid.
         init(validatedConfig config: Config, clock: CacheClock) {
-            self.config = config
+            self.liveConfig = Locked(config)
             self.clock = clock
             let parent = config.directory ?? Config.defaultParentDirectory()
-            self.directoryURL = parent.appendingPathComponent(config.name, isDirectory: true)
+            self.directoryURL = config.cachePathBlock?(parent, config.name) ?? parent.appendingPathComponent(config.name, isDirectory: true)
             self.directoryPath = directoryURL.path
         }
 

@@ -31,6 +31,9 @@ extension DiskStorage {
         /// are unchanged since this process last verified it is not re-hashed;
         /// see ``DiskStorage`` for the narrow case this misses.
         public var verifiesPayloadOnEveryRead: Bool
+        /// The cache directory from the parent directory and the name (Kingfisher's `cachePathBlock`,
+        /// `ImageCache`'s `diskCachePathClosure`); nil uses `parent/name`.
+        public var cachePathBlock: (@Sendable (_ directory: URL, _ cacheName: String) -> URL)?
 
         /// Makes a config; see each property for its default.
         public init(

@@ -58,7 +58,19 @@ public final class ImageCache: Sendable {
     ///
     /// Throws `.cacheError(.invalidConfiguration)` for a name that is not a file name.
     public convenience init(name: String, cacheDirectoryURL directory: URL?) throws(HalcyonError) {
-        let disk = try DiskStorage.Backend(config: DiskStorage.Config(name: name, directory: directory))
+        try self.init(name: name, cacheDirectoryURL: directory, diskCachePathClosure: nil)
+    }
+
+    /// Makes a cache whose disk directory is `diskCachePathClosure(directory, name)` (Kingfisher's initializer);
+    /// a nil closure gives `directory/name`, a nil directory the default parent.
+    ///
+    /// Throws `.cacheError(.invalidConfiguration)` for a name that is not a file name.
+    public convenience init(
+        name: String, cacheDirectoryURL directory: URL?, diskCachePathClosure: (@Sendable (_ directory: URL, _ cacheName: String) -> URL)?
+    ) throws(HalcyonError) {
+        var config = DiskStorage.Config(name: name, directory: directory)
+        config.cachePathBlock = diskCachePathClosure
+        let disk = try DiskStorage.Backend(config: config)
         self.init(memoryStorage: MemoryStorage.Backend(config: MemoryStorage.Config()), diskStorage: disk)
     }
 
@@ -287,6 +299,16 @@ public final class ImageCache: Sendable {
         return .none
     }
 
+    /// ``imageCachedType(forKey:processorIdentifier:forcedExtension:)`` with the disk check on the cache's
+    /// read queue rather than the caller's thread.
+    public func imageCachedType(forKey key: String, processorIdentifier identifier: String = "", forcedExtension: String? = nil) async -> CacheType {
+        let computed = Self.computedKey(key, processorIdentifier: identifier)
+        if memoryStorage.isCached(forKey: computed) { return .memory }
+        return await onQueue(ioQueue) {
+            self.diskStorage.isCached(forKey: computed, forcedExtension: forcedExtension, extensionKey: key) ? .disk : .none
+        }
+    }
+
     /// Whether the image for `key` and `processorIdentifier` is in memory or on disk.
     public func isCached(forKey key: String, processorIdentifier identifier: String = "") -> Bool {
         imageCachedType(forKey: key, processorIdentifier: identifier).cached
@@ -406,6 +428,7 @@ public final class ImageCache: Sendable {
     public func cleanExpiredDiskCache(callbackQueue: DispatchQueue? = nil, completion: (@Sendable ([URL]) -> Void)? = nil) {
         ioQueue.async {
             let removed = self.diskStorage.removeExpiredValues()
+            self.announceCleaned(removed)
             if let completion { Self.deliver(removed, on: callbackQueue, completion) }
         }
     }
@@ -413,7 +436,18 @@ public final class ImageCache: Sendable {
     /// Removes expired and corrupt disk entries; returns the removed files.
     @discardableResult
     public func cleanExpiredDiskCache() async -> [URL] {
-        await onQueue(ioQueue) { self.diskStorage.removeExpiredValues() }
+        await onQueue(ioQueue) {
+            let removed = self.diskStorage.removeExpiredValues()
+            self.announceCleaned(removed)
+            return removed
+        }
+    }
+
+    /// Posts ``Foundation/Notification/Name/HalcyonDidCleanDiskCache`` when files were removed.
+    private func announceCleaned(_ removed: [URL]) {
+        guard !removed.isEmpty else { return }
+        NotificationCenter.default.post(
+            name: .HalcyonDidCleanDiskCache, object: self, userInfo: [HalcyonDiskCacheCleanedHashKey: removed.map(\.lastPathComponent)])
     }
 
     // MARK: - Queues
