@@ -97,3 +97,57 @@ struct KingfisherDataAPITests {
         #expect(try ImageDecoder.decode(fromDisk).height == loaded.image.height)
     }
 }
+
+/// `downloadTaskUpdated` hands each later attempt's task.
+@Suite("Kingfisher API: downloadTaskUpdated")
+struct KingfisherTaskUpdatedTests {
+    /// Calls `retrieveImage` with a completion handler and waits for it, collecting the updated tasks.
+    static func retrieve(
+        _ fixture: ManagerFixture, _ url: URL, options: HalcyonOptionsInfo, cancelUpdated: Bool
+    ) async -> (Result<RetrieveImageResult, HalcyonError>, [RetrieveImageTask]) {
+        let updated = Locked<[RetrieveImageTask]>([])
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RetrieveImageResult, HalcyonError>, Never>) in
+            fixture.manager.retrieveImage(with: url, options: options + [.callbackQueue(.untouch)], downloadTaskUpdated: { task in
+                updated.withLock { $0.append(task) }
+                if cancelUpdated { task.cancel() }
+            }, completionHandler: { continuation.resume(returning: $0) })
+        }
+        return (result, updated.withLock { $0 })
+    }
+
+    @Test("An alternative source's task is handed over and loads that source")
+    func alternativeTask() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let alternative = fixture.url("/image/alternative")
+        let (result, updated) = await Self.retrieve(fixture, fixture.url("/status/404"),
+                                                    options: [.alternativeSources([.network(alternative)])], cancelUpdated: false)
+        #expect((try? result.get())?.source.url == alternative)
+        #expect(updated.count == 1 && updated.first?.source?.url == alternative)
+    }
+
+    @Test("Cancelling the handed task stops that attempt: the retrieval fails as cancelled, long before the slow body ends")
+    func cancelAttempt() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let slow = fixture.url("/slow/alt?delay=300&chunks=10")
+        let started = ContinuousClock.now
+        let (result, updated) = await Self.retrieve(fixture, fixture.url("/status/500"),
+                                                    options: [.alternativeSources([.network(slow)])], cancelUpdated: true)
+        #expect(updated.count == 1 && updated.first?.isCancelled == true)
+        guard case .failure(let error) = result else { Issue.record("the cancelled attempt succeeded"); return }
+        #expect(error.isTaskCancelled, "\(error)")
+        #expect(ContinuousClock.now - started < .seconds(2), "3 s of body were not waited for")
+    }
+
+    @Test("A retry's task is handed over too")
+    func retryTask() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let url = fixture.url("/status/503")
+        let (result, updated) = await Self.retrieve(
+            fixture, url, options: [.retryStrategy(DelayRetryStrategy(maxRetryCount: 2, retryInterval: .seconds(0.01)))], cancelUpdated: false)
+        #expect((try? result.get()) == nil)
+        #expect(updated.count == 2 && updated.allSatisfy { $0.source?.url == url })
+    }
+}

@@ -128,8 +128,10 @@ public final class HalcyonManager: Sendable {
     /// Retrieves the image of `source` and calls `completionHandler` once, on the options' callback queue.
     ///
     /// A memory hit (and, with `.loadDiskFileSynchronously`, a disk hit) is
-    /// delivered before this returns. `downloadTaskUpdated` is called with
-    /// each new source tried after the first: a retry or an alternative source.
+    /// delivered before this returns. `downloadTaskUpdated` is handed the task
+    /// of each attempt after the first (a retry or an alternative source): cancelling
+    /// it stops that attempt alone (a download shared with other callers goes on for them),
+    /// and the retrieval then fails with `requestError(.taskCancelled)`.
     /// `progressBlock` runs on the callback queue too (default: the main queue,
     /// which a server or command-line program must run, or pass `.callbackQueue(.untouch)`).
     @discardableResult
@@ -137,7 +139,7 @@ public final class HalcyonManager: Sendable {
         with source: Source,
         options: HalcyonOptionsInfo? = nil,
         progressBlock: DownloadProgressBlock? = nil,
-        downloadTaskUpdated: (@Sendable (Source) -> Void)? = nil,
+        downloadTaskUpdated: (@Sendable (RetrieveImageTask) -> Void)? = nil,
         completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)?
     ) -> RetrieveImageTask? {
         let parsed = parsedOptions(options)
@@ -154,7 +156,7 @@ public final class HalcyonManager: Sendable {
             }
             if let completionHandler { parsed.callbackQueue.execute { completionHandler(result) } }
         }
-        return RetrieveImageTask(task: task)
+        return RetrieveImageTask(cancelling: task, source: source)
     }
 
     /// Retrieves the image of `resource`; see ``retrieveImage(with:options:progressBlock:downloadTaskUpdated:completionHandler:)-(Source,_,_,_,_)``.
@@ -163,7 +165,7 @@ public final class HalcyonManager: Sendable {
         with resource: any Resource,
         options: HalcyonOptionsInfo? = nil,
         progressBlock: DownloadProgressBlock? = nil,
-        downloadTaskUpdated: (@Sendable (Source) -> Void)? = nil,
+        downloadTaskUpdated: (@Sendable (RetrieveImageTask) -> Void)? = nil,
         completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)?
     ) -> RetrieveImageTask? {
         retrieveImage(with: resource.convertToSource(), options: options, progressBlock: progressBlock,
@@ -186,7 +188,7 @@ public final class HalcyonManager: Sendable {
         _ source: Source,
         options: HalcyonParsedOptionsInfo,
         progressBlock: DownloadProgressBlock?,
-        attemptStarted: (@Sendable (Source) -> Void)?
+        attemptStarted: (@Sendable (RetrieveImageTask) -> Void)?
     ) async throws(HalcyonError) -> RetrieveImageResult {
         let progressBlock = progressBlock.map { Self.progress($0, on: options.callbackQueue) }
         var primary = source
@@ -196,10 +198,9 @@ public final class HalcyonManager: Sendable {
         let candidates = [primary] + (options.alternativeSources ?? [])
         var failures: [PropagationError] = []
         for (index, candidate) in candidates.enumerated() {
-            if index > 0 { attemptStarted?(candidate) }
             do {
-                return try await retrieveWithRetry(candidate, originalSource: source, options: options,
-                                                   progressBlock: progressBlock, attemptStarted: attemptStarted)
+                return try await retrieveWithRetry(candidate, originalSource: source, options: options, progressBlock: progressBlock,
+                                                   attemptStarted: attemptStarted, announcesFirst: index > 0)
             } catch {
                 if error.isTaskCancelled || Task.isCancelled { throw .requestError(reason: .taskCancelled(url: candidate.url)) }
                 failures.append(PropagationError(source: candidate, error: error))
@@ -217,13 +218,16 @@ public final class HalcyonManager: Sendable {
         originalSource: Source,
         options: HalcyonParsedOptionsInfo,
         progressBlock: DownloadProgressBlock?,
-        attemptStarted: (@Sendable (Source) -> Void)?
+        attemptStarted: (@Sendable (RetrieveImageTask) -> Void)?,
+        announcesFirst: Bool
     ) async throws(HalcyonError) -> RetrieveImageResult {
         var retriedCount = 0
         var userInfo: (any Sendable)?
         while true {
             do {
-                return try await retrieveOnce(source, originalSource: originalSource, options: options, progressBlock: progressBlock)
+                let announce = announcesFirst || retriedCount > 0 ? attemptStarted : nil
+                return try await attempt(source, originalSource: originalSource, options: options, progressBlock: progressBlock,
+                                         announce: announce)
             } catch {
                 guard !error.isTaskCancelled, !Task.isCancelled, let strategy = options.retryStrategy else { throw error }
                 let context = RetryContext(source: source, error: error, retriedCount: retriedCount, userInfo: userInfo)
@@ -234,7 +238,6 @@ public final class HalcyonManager: Sendable {
                     if Task.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
                     retriedCount += 1
                     userInfo = info
-                    attemptStarted?(source)
                 }
             }
         }
@@ -247,6 +250,27 @@ public final class HalcyonManager: Sendable {
     }
 
     // MARK: - One attempt
+
+    /// One attempt; with `announce`, run as its own task whose handle `announce` gets, so it can be cancelled alone.
+    private func attempt(
+        _ source: Source, originalSource: Source, options: HalcyonParsedOptionsInfo, progressBlock: DownloadProgressBlock?,
+        announce: (@Sendable (RetrieveImageTask) -> Void)?
+    ) async throws(HalcyonError) -> RetrieveImageResult {
+        guard let announce else {
+            return try await retrieveOnce(source, originalSource: originalSource, options: options, progressBlock: progressBlock)
+        }
+        let child = Task { () async -> Result<RetrieveImageResult, HalcyonError> in
+            do throws(HalcyonError) {
+                return .success(try await self.retrieveOnce(source, originalSource: originalSource, options: options, progressBlock: progressBlock))
+            } catch {
+                return .failure(error)
+            }
+        }
+        announce(RetrieveImageTask(cancelling: child, source: source))
+        let result = await withTaskCancellationHandler { await child.value } onCancel: { child.cancel() }
+        if case .failure = result, child.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
+        return try result.get()
+    }
 
     private func retrieveOnce(
         _ source: Source,
