@@ -94,6 +94,16 @@ extension HalcyonWrapper where Base: ImageSettable {
         nonmutating set { base.halcyonState.indicator = newValue }
     }
 
+    /// The kind of indicator shown while the target loads (Kingfisher's `kf.indicatorType`); setting it
+    /// makes a new ``indicator`` (``ActivityIndicator``, ``ImageIndicator``, the custom one, or none).
+    public var indicatorType: IndicatorType {
+        get { base.halcyonState.indicatorType }
+        nonmutating set {
+            base.halcyonState.indicatorType = newValue
+            base.halcyonState.indicator = newValue.makeIndicator()
+        }
+    }
+
     private func show(_ placeholder: (any Placeholder)?, on target: Base) {
         let state = target.halcyonState
         state.placeholder?.remove(from: target)

@@ -9,6 +9,7 @@ public final class ImageSettableState: Sendable {
         var taskIdentifier: UInt?
         var task: RetrieveImageTask?
         var indicator: (any Indicator)?
+        var indicatorType: IndicatorType = .none
         var placeholder: (any Placeholder)?
     }
 
@@ -27,6 +28,12 @@ public final class ImageSettableState: Sendable {
     public var indicator: (any Indicator)? {
         get { fields.withLock { $0.indicator } }
         set { fields.withLock { $0.indicator = newValue } }
+    }
+
+    /// The kind of indicator last set with `hc.indicatorType`.
+    var indicatorType: IndicatorType {
+        get { fields.withLock { $0.indicatorType } }
+        set { fields.withLock { $0.indicatorType = newValue } }
     }
 
     /// The placeholder currently shown, if any.
