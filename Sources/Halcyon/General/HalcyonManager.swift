@@ -191,6 +191,10 @@ public final class HalcyonManager: Sendable {
         attemptStarted: (@Sendable (RetrieveImageTask) -> Void)?
     ) async throws(HalcyonError) -> RetrieveImageResult {
         let progressBlock = progressBlock.map { Self.progress($0, on: options.callbackQueue) }
+        var options = options
+        let previewer = Self.previewer(for: options)
+        if let previewer { options.onDataReceived = (options.onDataReceived ?? []) + [previewer] }
+        defer { previewer?.finish() }
         var primary = source
         if isLowDataMode, let lowDataSource = options.lowDataModeSource {
             primary = lowDataSource
@@ -240,6 +244,16 @@ public final class HalcyonManager: Sendable {
                     userInfo = info
                 }
             }
+        }
+    }
+
+    /// The progressive JPEG previewer the options ask for: it hands previews to `onImageUpdated` on the callback queue
+    /// unless the retrieval has ended by then.
+    private static func previewer(for options: HalcyonParsedOptionsInfo) -> ProgressiveJPEGPreviewer? {
+        guard let progressive = options.progressiveJPEG, let callback = progressive.onImageUpdated else { return nil }
+        let queue = options.callbackQueue
+        return ProgressiveJPEGPreviewer(settings: progressive, decoding: options.decodingOptions) { image, previewer in
+            queue.execute { if !previewer.isFinished { callback(image) } }
         }
     }
 

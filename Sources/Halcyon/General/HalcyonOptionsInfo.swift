@@ -32,8 +32,8 @@ public enum HalcyonOptionsInfoItem: Sendable {
     case keepCurrentImageWhileLoading
     /// The image a target shows when loading fails (nil clears it).
     case onFailureImage(Image?)
-    /// Progressive JPEG display. Accepted for compatibility: Halcyon decodes a
-    /// body once it is complete, so a headless target gets the final image only.
+    /// Progressive JPEG previews while the body downloads (see ``ImageProgressive``): each complete
+    /// scan is decoded and handed to its `onImageUpdated`, and shown on an ``ImageSettable`` target.
     case progressiveJPEG(ImageProgressive)
     /// A source to use instead while ``HalcyonManager/isLowDataMode`` is set
     /// (Linux has no system low-data signal; the application sets the flag).

@@ -41,6 +41,17 @@ extension HalcyonWrapper where Base: ImageSettable {
             indicator?.setProgress(received: received, expected: expected)
             progressBlock?(received, expected)
         }
+        var options = options ?? []
+        if var progressive = parsed.progressiveJPEG {
+            // Previews go on the target while this call is the current one.
+            let userCallback = progressive.onImageUpdated
+            progressive.onImageUpdated = { image in
+                guard state.isCurrent(identifier) else { return }
+                target.setImage(image, transition: .none)
+                userCallback?(image)
+            }
+            options.append(.progressiveJPEG(progressive))
+        }
         let task = manager.retrieveImage(with: source, options: options, progressBlock: progress) { result in
             guard state.finish(identifier) else {
                 completionHandler?(.failure(.imageSettingError(reason: .notCurrentSourceTask)))
