@@ -115,7 +115,7 @@ struct CLIFailure: Error, CustomStringConvertible {
         case .responseError(.timedOut(_, let after)): return "timed out after \(after) s"
         case .processorError(let reason): return message(for: reason)
         case .cacheError(.imageNotExisting): return "not in the cache"
-        case .imageSettingError(.dataProviderError(let message)): return message
+        case .imageSettingError(.dataProviderError(_, let error)): return "\(error)"
         default: return "\(error)"
         }
     }

@@ -62,10 +62,12 @@ struct ImageSettableTests {
         #expect(try newer.get().image.width == 8)
         #expect(firstIdentifierHolder.withLock { $0 } != nil)
         #expect(await fixture.server.wait { olderResult.withLock { $0 } != nil })
-        guard case .failure(.imageSettingError(.notCurrentSourceTask)) = olderResult.withLock({ $0 }) else {
+        guard case .failure(.imageSettingError(.notCurrentSourceTask(let stale, let staleError, let staleSource))) = olderResult.withLock({ $0 }) else {
             Issue.record("older call got \(String(describing: olderResult.withLock { $0 }))")
             return
         }
+        #expect(stale?.image.width == 64 && staleError == nil, "the older call's own result is carried")
+        #expect(staleSource.url?.path == "/delayed/older")
         #expect(target.image?.width == 8)
     }
 

@@ -16,7 +16,7 @@ struct KingfisherAPITests {
         #expect(!notFound.isTaskCancelled && !notFound.isNotCurrentTask)
         let cancelled = HalcyonError.requestError(reason: .taskCancelled(url: url))
         #expect(cancelled.isTaskCancelled && !cancelled.isInvalidResponseStatusCode)
-        let moved = HalcyonError.imageSettingError(reason: .notCurrentSourceTask)
+        let moved = HalcyonError.imageSettingError(reason: .notCurrentSourceTask(result: nil, error: nil, source: .network(url)))
         #expect(moved.isNotCurrentTask && !moved.isTaskCancelled)
     }
 
@@ -103,13 +103,14 @@ struct KingfisherDataAPITests {
 struct KingfisherTaskUpdatedTests {
     /// Calls `retrieveImage` with a completion handler and waits for it, collecting the updated tasks.
     static func retrieve(
-        _ fixture: ManagerFixture, _ url: URL, options: HalcyonOptionsInfo, cancelUpdated: Bool
+        _ fixture: ManagerFixture, _ url: URL, options: HalcyonOptionsInfo, cancelUpdated: Bool, cancelDelay: Duration = .zero
     ) async -> (Result<RetrieveImageResult, HalcyonError>, [RetrieveImageTask]) {
         let updated = Locked<[RetrieveImageTask]>([])
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RetrieveImageResult, HalcyonError>, Never>) in
             fixture.manager.retrieveImage(with: url, options: options + [.callbackQueue(.untouch)], downloadTaskUpdated: { task in
                 updated.withLock { $0.append(task) }
-                if cancelUpdated { task.cancel() }
+                guard cancelUpdated else { return }
+                if cancelDelay == .zero { task.cancel() } else { Task { try? await Task.sleep(for: cancelDelay); task.cancel() } }
             }, completionHandler: { continuation.resume(returning: $0) })
         }
         return (result, updated.withLock { $0 })
@@ -133,11 +134,12 @@ struct KingfisherTaskUpdatedTests {
         let slow = fixture.url("/slow/alt?delay=300&chunks=10")
         let started = ContinuousClock.now
         let (result, updated) = await Self.retrieve(fixture, fixture.url("/status/500"),
-                                                    options: [.alternativeSources([.network(slow)])], cancelUpdated: true)
+                                                    options: [.alternativeSources([.network(slow)])], cancelUpdated: true,
+                                                    cancelDelay: .milliseconds(400))
         #expect(updated.count == 1 && updated.first?.isCancelled == true)
         guard case .failure(let error) = result else { Issue.record("the cancelled attempt succeeded"); return }
         #expect(error.isTaskCancelled, "\(error)")
-        #expect(ContinuousClock.now - started < .seconds(2), "3 s of body were not waited for")
+        #expect(ContinuousClock.now - started < .milliseconds(2500), "3 s of body were not waited for")
     }
 
     @Test("A retry's task is handed over too")

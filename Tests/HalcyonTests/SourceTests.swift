@@ -48,8 +48,9 @@ struct ImageDataProviderTests {
             _ = try await LocalFileImageDataProvider(fileURL: folder.appendingPathComponent("missing.png")).data()
             Issue.record("read a missing file")
         } catch let error as HalcyonError {
-            guard case .imageSettingError(.dataProviderError(let message)) = error else { Issue.record("got \(error)"); return }
-            #expect(message.contains("missing.png"))
+            guard case .imageSettingError(.dataProviderError(let provider, let cause)) = error else { Issue.record("got \(error)"); return }
+            #expect((provider as? LocalFileImageDataProvider)?.fileURL.lastPathComponent == "missing.png", "the provider itself is carried")
+            #expect((cause as? DataProviderFailure)?.message.contains("missing.png") == true)
         }
     }
 

@@ -122,10 +122,11 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
     public enum ImageSettingErrorReason: Sendable {
         /// The source given to the target is nil.
         case emptySource
-        /// The result arrived for a source that is no longer the target's current one.
-        case notCurrentSourceTask
-        /// The data provider failed.
-        case dataProviderError(message: String)
+        /// The result arrived for a source that is no longer the target's current one: the result or the
+        /// error it had, and its source (Kingfisher's payload).
+        indirect case notCurrentSourceTask(result: RetrieveImageResult?, error: HalcyonError?, source: Source)
+        /// The data provider failed with its own error (a ``DataProviderFailure`` for Halcyon's providers).
+        case dataProviderError(provider: any ImageDataProvider, error: any Error & Sendable)
         /// The main source and every alternative source failed; the errors are in the order tried.
         case alternativeSourcesExhausted([PropagationError])
     }

@@ -7,7 +7,8 @@ import Foundation
 public protocol ImageDataProvider: Sendable {
     /// The key the image is cached under; must change when the bytes change.
     var cacheKey: String { get }
-    /// Reads the bytes. Errors reach the caller as `imageSettingError(.dataProviderError)`.
+    /// Reads the bytes. Errors reach the caller as `imageSettingError(.dataProviderError(provider:error:))` with this
+    /// provider and its error (a non-`Sendable` error is carried as a ``DataProviderFailure`` with its text).
     func data() async throws -> Data
     /// A URL describing where the bytes live, if any.
     var contentURL: URL? { get }
@@ -31,11 +32,13 @@ public struct LocalFileImageDataProvider: ImageDataProvider {
 
     public func data() async throws -> Data {
         let url = fileURL
+        let provider = self
         return try await Task.detached(priority: Task.currentPriority) {
             do {
                 return try Data(contentsOf: url, options: .mappedIfSafe)
             } catch {
-                throw HalcyonError.imageSettingError(reason: .dataProviderError(message: "cannot read \(url.path): \(error.localizedDescription)"))
+                let failure = DataProviderFailure(message: "cannot read \(url.path): \(error.localizedDescription)")
+                throw HalcyonError.imageSettingError(reason: .dataProviderError(provider: provider, error: failure))
             }
         }.value
     }
@@ -61,7 +64,8 @@ public struct Base64ImageDataProvider: ImageDataProvider {
             text = text[text.index(after: comma)...]
         }
         guard let data = Data(base64Encoded: String(text), options: .ignoreUnknownCharacters) else {
-            throw HalcyonError.imageSettingError(reason: .dataProviderError(message: "the text for \(cacheKey) is not valid base64"))
+            let failure = DataProviderFailure(message: "the text for \(cacheKey) is not valid base64")
+            throw HalcyonError.imageSettingError(reason: .dataProviderError(provider: self, error: failure))
         }
         return data
     }

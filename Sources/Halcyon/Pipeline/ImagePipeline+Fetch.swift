@@ -137,7 +137,8 @@ extension ImagePipeline {
         } catch is CancellationError {
             throw .requestError(reason: .taskCancelled(url: provider.contentURL))
         } catch {
-            throw .imageSettingError(reason: .dataProviderError(message: "\(provider.cacheKey): \(error)"))
+            let carried: any Error & Sendable = (error as? any Error & Sendable) ?? DataProviderFailure(message: "\(error)")
+            throw .imageSettingError(reason: .dataProviderError(provider: provider, error: carried))
         }
     }
 }

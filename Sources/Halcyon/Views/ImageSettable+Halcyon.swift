@@ -54,7 +54,11 @@ extension HalcyonWrapper where Base: ImageSettable {
         }
         let task = manager.retrieveImage(with: source, options: options, progressBlock: progress) { result in
             guard state.finish(identifier) else {
-                completionHandler?(.failure(.imageSettingError(reason: .notCurrentSourceTask)))
+                let (value, error): (RetrieveImageResult?, HalcyonError?) = switch result {
+                case .success(let value): (value, nil)
+                case .failure(let error): (nil, error)
+                }
+                completionHandler?(.failure(.imageSettingError(reason: .notCurrentSourceTask(result: value, error: error, source: source))))
                 return
             }
             indicator?.stopAnimating()
