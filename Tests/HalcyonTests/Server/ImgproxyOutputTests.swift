@@ -55,6 +55,31 @@ struct ImgproxyOutputTests {
         return Data(jpeg.prefix(2)) + Data([0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload) + Data(jpeg.dropFirst(2))
     }
 
+    /// `jpeg` with an APP2 ICC profile segment: a 132-byte profile header with no tags (libvips carries it as is).
+    static func withICCProfile(_ jpeg: Data) -> Data {
+        var profile = [UInt8](repeating: 0, count: 132)
+        profile[3] = 132
+        for (offset, text) in [(12, "mntr"), (16, "RGB "), (20, "XYZ "), (36, "acsp")] {
+            for (index, byte) in text.utf8.enumerated() { profile[offset + index] = byte }
+        }
+        let payload = Array("ICC_PROFILE\0".utf8) + [1, 1] + profile
+        let length = payload.count + 2
+        return Data(jpeg.prefix(2)) + Data([0xFF, 0xE2, UInt8(length >> 8), UInt8(length & 0xFF)] + payload) + Data(jpeg.dropFirst(2))
+    }
+
+    @Test("The ICC profile is dropped by default; scp:0 or sm:0 keeps it")
+    func colorProfile() async throws {
+        let source = Self.withICCProfile(try Self.jpegWithCopyright())
+        try #require(try ImageInfo.inspect(source).hasICCProfile)
+        let fixture = try await ServerFixture.start(image: source)
+        defer { Task { await fixture.stop() } }
+        #expect(try !ImageInfo.inspect(try await Self.body(fixture, "w:60")).hasICCProfile)
+        let kept = try ImageInfo.inspect(try await Self.body(fixture, "w:60/scp:0"))
+        #expect(kept.hasICCProfile && kept.exif["Make"] == nil, "scp:0 keeps the profile and still strips the rest")
+        #expect(try ImageInfo.inspect(try await Self.body(fixture, "w:60/strip_metadata:0")).hasICCProfile)
+        await fixture.stop()
+    }
+
     @Test("Metadata is stripped by default keeping the copyright; kcr:0 drops it too; sm:0 keeps everything")
     func metadata() async throws {
         let source = try Self.jpegWithCopyright()
