@@ -68,9 +68,11 @@ extension ImageService {
         }
     }
 
-    /// The source's bytes as they are, for `raw` and for `skp` when the source's format is listed; nil when `skp`
-    /// does not apply. The download keeps every limit (SSRF guard, size, timeouts); the bytes must sniff as an image.
-    func passThrough(_ source: Source, options: ProcessingOptions) async throws -> (entry: ResponseCache.Entry?, data: Data) {
+    /// The source's bytes as they are, for `raw`, and for `skp` when the source's format is listed and is the
+    /// output format asked for (or none is asked); nil when `skp` does not apply. The download keeps every limit
+    /// (SSRF guard, size, timeouts); the bytes must sniff as an image.
+    func passThrough(_ source: Source, output: OutputRequest) async throws -> (entry: ResponseCache.Entry?, data: Data) {
+        let options = output.options
         let data: Data
         do {
             switch source {
@@ -86,7 +88,8 @@ extension ImageService {
         guard format != .unknown else {
             throw ServerError(status: 422, code: "unsupported_format", message: "the source is not an image in a known format")
         }
-        guard options.raw || options.skipProcessing.contains(format) else { return (nil, data) }
+        let asked = output.explicit ?? output.negotiated
+        guard options.raw || (options.skipProcessing.contains(format) && (asked == nil || asked == format)) else { return (nil, data) }
         return (ResponseCache.Entry(body: data, contentType: format.mimeType, etag: ImageService.etag(data)), data)
     }
 }

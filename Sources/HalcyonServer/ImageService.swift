@@ -217,7 +217,7 @@ public final class ImageService: Sendable {
     private func produce(source: Source, processor: any ImageProcessor, output: OutputRequest, record: RequestRecord) async throws -> ResponseCache.Entry {
         var source = source
         if output.options.raw || !output.options.skipProcessing.isEmpty {
-            let passed = try await passThrough(source, options: output.options)
+            let passed = try await passThrough(source, output: output)
             if let entry = passed.entry { return entry }
             source = .provider(RawImageDataProvider(data: passed.data, cacheKey: source.cacheKey))
         }

@@ -112,6 +112,8 @@ extension OptionSegment {
             options.padding = .init(top: sides[0], right: right, bottom: sides.count > 2 ? sides[2] : sides[0],
                                     left: sides.count > 3 ? sides[3] : right)
         case "bg", "background":
+            // No arguments: no background (imgproxy's way to turn a preset's off).
+            guard !args.isEmpty, args != [""] else { options.background = nil; return }
             let parsed = try color()
             guard parsed.used == args.count else { throw fail("expected bg:{R}:{G}:{B} or bg:{hex}") }
             options.background = parsed.color
@@ -185,7 +187,9 @@ extension OptionSegment {
     /// `ex`/`exar`: on (no argument or true) with an optional placement, or off.
     private func extendPlacement() throws(ParseError) -> ProcessingOptions.Placement? {
         if let first = args.first, !(try bool(first)) { return nil }
-        return args.count > 1 ? try placement(from: 1) : ProcessingOptions.Placement()
+        let placement = args.count > 1 ? try placement(from: 1) : ProcessingOptions.Placement()
+        guard placement.type != .sm else { throw fail("extend gravity cannot be sm") }
+        return placement
     }
 
     /// `wm:{opacity}[:{position}[:{x}:{y}[:{scale}]]]`, position `re` tiling.

@@ -10,13 +10,15 @@ extension ThumbnailStep {
         var turned: (width: Int, height: Int)
         /// The crop, in turned source pixels.
         var crop: (x: Int, y: Int, width: Int, height: Int)?
-        /// The resize's output (after the fill crop).
+        /// The resize's output, before the crop to the box.
+        var resized: (width: Int, height: Int)
+        /// The result after the crop to the box (fill, fill-down, and `mw`/`mh` past the width or height).
         var result: (width: Int, height: Int)
         /// The factors from the cropped source to the resize before any fill crop.
         var scaleX: Double
         var scaleY: Double
-        /// Whether a fill crop cuts the resized image to `result`.
-        var fillCrop: Bool
+        /// Whether the resized image is cut to `result` at the gravity.
+        var fillCrop: Bool { resized.width != result.width || resized.height != result.height }
         /// The result after extend and extend-aspect-ratio.
         var canvas: (width: Int, height: Int)
         /// The largest factor of the resize: below 1, the loader may shrink.
@@ -35,10 +37,10 @@ extension ThumbnailStep {
             region = size
         }
         let target = self.target(sourceWidth: region.width, sourceHeight: region.height)
-        let mode = resolvedMode(sourceWidth: region.width, sourceHeight: region.height)
-        let fillCrop = width > 0 && height > 0 && [.fill, .fillDown].contains(mode)
         let result = (width: target.width, height: target.height)
-        return Plan(turned: turned, crop: rect, result: result, scaleX: target.scaleX, scaleY: target.scaleY, fillCrop: fillCrop,
+        let resized = (width: max(result.width, Int((Double(region.width) * target.scaleX).rounded())),
+                       height: max(result.height, Int((Double(region.height) * target.scaleY).rounded())))
+        return Plan(turned: turned, crop: rect, resized: resized, result: result, scaleX: target.scaleX, scaleY: target.scaleY,
                     canvas: canvas(for: result))
     }
 
@@ -61,6 +63,9 @@ extension ThumbnailStep {
     }
 
     /// The output size for a (cropped) source of `sourceWidth` × `sourceHeight`, and the resize factors.
+    ///
+    /// The output never passes a non-zero width or height: a result scaled past them (fill, or `mw`/`mh`
+    /// raising a fit) is cropped to them, as imgproxy does.
     func target(sourceWidth: Int, sourceHeight: Int) -> (width: Int, height: Int, scaleX: Double, scaleY: Double) {
         let sw = Double(max(1, sourceWidth)), sh = Double(max(1, sourceHeight))
         let wantW = Double(width), wantH = Double(height)
@@ -85,7 +90,8 @@ extension ThumbnailStep {
             // One side given, or fit: inside the box, aspect kept.
             let fit = width == 0 ? wantH / sh : height == 0 ? wantW / sw : min(wantW / sw, wantH / sh)
             let scale = minimumScaled(fit)
-            return sized(scale, scale)
+            let whole = sized(scale, scale)
+            return (width > 0 ? min(width, whole.0) : whole.0, height > 0 ? min(height, whole.1) : whole.1, scale, scale)
         }
         if mode == .fillDown && max(wantW / sw, wantH / sh) > 1 && !enlarge {
             // Smaller than the box: the largest crop of the box's aspect ratio, not enlarged.

@@ -143,10 +143,9 @@ struct ThumbnailStep: Sendable {
                 .process(item: .image(image), options: options)
         }
         var image = image
-        let scale = max(Double(result.width) / Double(image.width), Double(result.height) / Double(image.height))
-        let cover = (max(result.width, Int((Double(image.width) * scale).rounded())), max(result.height, Int((Double(image.height) * scale).rounded())))
-        if cover.0 != image.width || cover.1 != image.height {
-            image = try ResizingImageProcessor(referenceSize: CGSize(width: cover.0, height: cover.1)).process(item: .image(image), options: options)
+        let cover = plan.resized
+        if cover.width != image.width || cover.height != image.height {
+            image = try ResizingImageProcessor(referenceSize: CGSize(width: cover.width, height: cover.height)).process(item: .image(image), options: options)
         }
         if result.width == image.width && result.height == image.height { return image }
         if gravity.type == .sm {

@@ -24,14 +24,17 @@ struct ImgproxyGeometryTests {
         return (image.width, image.height)
     }
 
-    @Test("mw and mh raise a fit result to the minimum side, enlarging only with el")
+    @Test("mw and mh raise the result to the minimum side (enlarging only with el); a width or height given too crops it")
     func minimumSides() async throws {
         let fixture = try await Self.start()
         defer { Task { await fixture.stop() } }
-        #expect(try await Self.size(fixture, "rs:fit:100:100/mh:100") == (150, 100))
-        #expect(try await Self.size(fixture, "w:60/mw:150") == (150, 100))
-        #expect(try await Self.size(fixture, "min-width:600/w:60") == (300, 200), "not past the source without el")
-        #expect(try await Self.size(fixture, "mw:600/w:60/el:1") == (600, 400))
+        #expect(try await Self.size(fixture, "h:50/mw:200") == (200, 50), "raised to 200×133 for the minimum width, then cropped to the height")
+        #expect(try await Self.size(fixture, "mw:600") == (300, 200), "not past the source without el")
+        #expect(try await Self.size(fixture, "mw:600/el:1") == (600, 400))
+        #expect(try await Self.size(fixture, "rs:fit:100:100/mh:100") == (100, 100), "raised to 150×100, then cropped to the width")
+        let cropped = try await Self.image(fixture, "w:60/mw:150/g:ea")
+        #expect((cropped.width, cropped.height) == (60, 100))
+        #expect(try cropped.pixel(x: 59, y: 50).red > 245, "the crop to the width follows the gravity")
         await fixture.stop()
     }
 
@@ -142,9 +145,17 @@ struct ImgproxyGeometryTests {
         await fixture.stop()
     }
 
+    @Test("bg without arguments turns a background off (a preset's, say)")
+    func backgroundOff() throws {
+        #expect(try ProcessingOptions.parse(["bg:ff0000"], maxDimension: 1000).background != nil)
+        #expect(try ProcessingOptions.parse(["bg:ff0000", "bg"], maxDimension: 1000).background == nil)
+        let presets = ProcessingOptions.Presets(named: ["default": ["bg:00ff00"]])
+        #expect(try ProcessingOptions.parse(["background"], maxDimension: 1000, presets: presets).background == nil)
+    }
+
     @Test("Geometry options refuse bad arguments naming the option")
     func badArguments() {
-        for bad in ["mw:-1", "c:1", "c:a:b", "g:fp:2:0", "g:we:1", "t:300", "t:1:zz", "ex:2", "exar:1:up", "z:1:2:3", "rs:fit:1:1:2"] {
+        for bad in ["mw:-1", "c:1", "c:a:b", "g:fp:2:0", "g:we:1", "t:300", "t:1:zz", "ex:2", "exar:1:up", "z:1:2:3", "rs:fit:1:1:2", "ex:1:sm"] {
             #expect(throws: ProcessingOptions.ParseError.self, "\(bad)") { try ProcessingOptions.parse([bad], maxDimension: 1000) }
         }
     }

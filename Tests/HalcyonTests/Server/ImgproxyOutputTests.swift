@@ -103,6 +103,8 @@ struct ImgproxyOutputTests {
         let fixture = try await ServerFixture.start(image: png, files: ["photo.jpg": jpeg, "junk": Data("not an image".utf8)])
         defer { Task { await fixture.stop() } }
         #expect(try await Self.body(fixture, "skp:png:gif/w:20", ext: "png") == png)
+        let converted = try await Self.body(fixture, "skp:png/w:20", ext: "webp")
+        #expect(try ImageDecoder.decode(converted).width == 20, "skp applies only when the output format is the source's")
         let processed = try await Self.body(fixture, "skp:png/w:20", path: "/files/photo.jpg")
         #expect(try ImageDecoder.decode(processed).width == 20, "a JPEG is not skipped by skp:png")
         #expect(try await Self.body(fixture, "raw/w:20", path: "/files/photo.jpg") == jpeg)
