@@ -46,7 +46,7 @@ test-asan: deps
 ## test-tsan: the downloader, cache, manager, prefetcher and view-target tests (with the 1000-caller
 ##            stress test) under ThreadSanitizer (own build folder). Any report fails the run. Built without the
 ##            default OpenTelemetry trait: swift-otel 1.6 does not compile with -sanitize=thread on Swift 6.3.
-TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests|KingfisherParityTests|RedisClientTests|DataStorageTierTests
+TSAN_SUITES := ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests|KingfisherParityTests|RedisClientTests|DataStorageTierTests|ProgressiveJPEGTests|KingfisherDataAPITests|KingfisherTaskUpdatedTests|KingfisherCacheAPITests|HCBuilderTests|NetworkRetryStrategyTests
 test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=0 $(SWIFT) test --disable-xctest --no-parallel --sanitize=thread --disable-default-traits --scratch-path .build/tsan --filter '$(TSAN_SUITES)'
 
