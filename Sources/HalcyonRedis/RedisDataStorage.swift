@@ -68,7 +68,7 @@ public final class RedisDataStorage: DataStorageTier {
     }
 
     private static func halcyonError(_ error: RedisError) -> HalcyonError {
-        if error == .cancelled { return .requestError(reason: .taskCancelled(url: nil)) }
+        if error == .cancelled { return .requestError(reason: .taskCancelled(task: nil, token: nil)) }
         return .cacheError(reason: .storageUnavailable(tier: "redis", message: "\(error)"))
     }
 }

@@ -141,7 +141,7 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
             }
             return ServerError(status: 413, code: "over_memory_budget",
                                message: "the image needs \(neededMB) MB, more than the budget of \(budget / 1_048_576) MB")
-        case .processingFailed, .invalidProcessorChain, .engineUnavailable:
+        case .processingFailed, .operationFailed, .invalidProcessorChain, .engineUnavailable:
             return ServerError(status: 500, code: "processing_failed", message: "processing failed")
         }
     }

@@ -132,7 +132,8 @@ struct CLIFailure: Error, CustomStringConvertible {
             return format == .unknown ? unusable + "the image has no pixels" : unusable + "the \(format.displayName) data is \(defect)"
         case .tooManyPixels, .tooManyFrames: return unusable + reason.description
         case .encodeFailed(let format, _): return "cannot encode the image as \(format.displayName)"
-        case .processingFailed(let operation, _): return "processing failed in \(operation)"
+        case .operationFailed(let operation, _): return "processing failed in \(operation)"
+        case .processingFailed(let processor, _): return "processor \(processor.identifier) failed"
         case .engineUnavailable: return "libvips, the image engine, could not start"
         default: return reason.description
         }
@@ -149,7 +150,7 @@ struct CLIFailure: Error, CustomStringConvertible {
     private static func detail(for error: HalcyonError) -> String {
         switch error {
         case .processorError(.corruptData(_, let message)), .processorError(.encodeFailed(_, let message)),
-             .processorError(.processingFailed(_, let message)), .processorError(.engineUnavailable(let message)):
+             .processorError(.operationFailed(_, let message)), .processorError(.engineUnavailable(let message)):
             return message
         default:
             return "\(error)"

@@ -81,6 +81,7 @@ struct ConformanceTests {
         case .tooManyFrames: return ("tooManyFrames", nil)
         case .encodeFailed(let format, _): return ("encodeFailed", format)
         case .processingFailed: return ("processingFailed", nil)
+        case .operationFailed: return ("operationFailed", nil)
         case .invalidParameter: return ("invalidParameter", nil)
         case .invalidProcessorChain: return ("invalidProcessorChain", nil)
         case .engineUnavailable: return ("engineUnavailable", nil)

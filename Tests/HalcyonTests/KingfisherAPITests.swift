@@ -14,7 +14,7 @@ struct KingfisherAPITests {
         #expect(notFound.isInvalidResponseStatusCode(404))
         #expect(!notFound.isInvalidResponseStatusCode(500))
         #expect(!notFound.isTaskCancelled && !notFound.isNotCurrentTask)
-        let cancelled = HalcyonError.requestError(reason: .taskCancelled(url: url))
+        let cancelled = HalcyonError.requestError(reason: .taskCancelled(task: nil, token: nil))
         #expect(cancelled.isTaskCancelled && !cancelled.isInvalidResponseStatusCode)
         let moved = HalcyonError.imageSettingError(reason: .notCurrentSourceTask(result: nil, error: nil, source: .network(url)))
         #expect(moved.isNotCurrentTask && !moved.isTaskCancelled)

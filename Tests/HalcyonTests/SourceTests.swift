@@ -94,7 +94,7 @@ struct DelayRetryStrategyTests {
     @Test("never retries cancellation or non-response errors")
     func stopsOnOtherErrors() async {
         let strategy = DelayRetryStrategy(maxRetryCount: 5, retryInterval: .seconds(0))
-        for error in [HalcyonError.requestError(reason: .taskCancelled(url: nil)), .processorError(reason: .emptyData)] {
+        for error in [HalcyonError.requestError(reason: .taskCancelled(task: nil, token: nil)), .processorError(reason: .emptyData)] {
             guard case .stop = await strategy.retry(context: RetryContext(source: source, error: error, retriedCount: 0)) else {
                 Issue.record("retried \(error)")
                 return

@@ -66,7 +66,7 @@ public final class DiskDataStorage: DataStorageTier {
             await withCheckedContinuation { continuation in
                 queue.execute { [backend] in
                     if cancelled.withLock({ $0 }) {
-                        continuation.resume(returning: .failure(.requestError(reason: .taskCancelled(url: nil))))
+                        continuation.resume(returning: .failure(.requestError(reason: .taskCancelled(task: nil, token: nil))))
                         return
                     }
                     do throws(HalcyonError) {

@@ -71,7 +71,7 @@ extension ImageCache {
     }
 
     func diskLookup(_ lookup: CacheLookup, isCancelled: () -> Bool) -> Result<CacheLookupResult, HalcyonError> {
-        let cancellation = HalcyonError.requestError(reason: .taskCancelled(url: nil))
+        let cancellation = HalcyonError.requestError(reason: .taskCancelled(task: nil, token: nil))
         let computed = lookup.computedKey
         diskReadWillStart.withLock { $0 }?(computed)
         if isCancelled() { return .failure(cancellation) }

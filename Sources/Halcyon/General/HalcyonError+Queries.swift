@@ -21,3 +21,20 @@ extension HalcyonError {
         return false
     }
 }
+
+// MARK: - Processor failures in Kingfisher's shape
+
+extension HalcyonError {
+    /// This error as the pipeline reports it for `processor` run on `item`.
+    ///
+    /// An engine failure (`operationFailed`) inside the processor becomes Kingfisher's
+    /// `processingFailed(processor:item:)`; libvips' text goes to the `halcyon.vips` log at debug level.
+    /// Every other error (cancellation, limits, corrupt or unsupported data) keeps its own reason.
+    func attributed(to processor: any ImageProcessor, item: ImageProcessItem) -> HalcyonError {
+        guard case .processorError(.operationFailed(let operation, let message)) = self else { return self }
+        VipsRuntime.logger.debug("processor failed", metadata: [
+            "processor": "\(processor.identifier)", "operation": "\(operation)", "message": "\(message)",
+        ])
+        return .processorError(reason: .processingFailed(processor: processor, item: item))
+    }
+}

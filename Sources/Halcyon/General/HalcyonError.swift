@@ -27,8 +27,11 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case emptyRequest
         /// The URL cannot be fetched (no scheme, no host, or not http/https).
         case invalidURL(url: URL?)
-        /// The caller cancelled the task.
-        case taskCancelled(url: URL?)
+        /// The work was cancelled (Kingfisher's payload): `task` and `token` are the coalesced download and
+        /// the caller's claim on it when a caller's ``CancelToken`` ended a download; both are nil when Swift
+        /// task cancellation, a retrieve task's `cancel()` or a stopped prefetcher ended the work at another
+        /// stage. The URL, when there was a download, is `task.url`.
+        case taskCancelled(task: SessionDataTask?, token: CancelToken?)
         /// The redirect handler refused to follow a redirect from `url` to `location`.
         case redirectBlocked(url: URL, location: URL)
         /// More redirects than the downloader's `maxRedirects` were needed to reach an answer.
@@ -103,8 +106,12 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case tooManyFrames(count: Int, limit: Int)
         /// Encoding to the format failed, or this libvips cannot write it.
         case encodeFailed(format: ImageFormat, message: String)
-        /// A processing step failed; `operation` names the step or processor.
-        case processingFailed(operation: String, message: String)
+        /// A processor failed on `item` (Kingfisher's payload). The pipeline, the downloader and the manager
+        /// report a processor's engine failure this way; the engine's own words stay in ``operationFailed``,
+        /// which a processor called directly throws.
+        case processingFailed(processor: any ImageProcessor, item: ImageProcessItem)
+        /// An image-engine operation failed; `operation` names the step, `message` is libvips' text.
+        case operationFailed(operation: String, message: String)
         /// A parameter of a processor is out of range.
         case invalidParameter(processor: String, message: String)
         /// A processor chain string could not be parsed.
@@ -161,7 +168,10 @@ extension HalcyonError.ProcessorErrorReason: CustomStringConvertible {
             return "animation of \(count) frames exceeds the limit of \(limit) frames"
         case .encodeFailed(let format, let message):
             return "cannot encode \(format): \(message)"
-        case .processingFailed(let operation, let message):
+        case .processingFailed(let processor, let item):
+            let input = if case .data(let data) = item { "\(data.count) bytes" } else { "an image" }
+            return "processor \(processor.identifier.isEmpty ? "(default)" : processor.identifier) failed on \(input)"
+        case .operationFailed(let operation, let message):
             return "\(operation) failed: \(message)"
         case .invalidParameter(let processor, let message):
             return "\(processor): \(message)"

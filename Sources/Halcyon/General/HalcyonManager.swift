@@ -206,7 +206,7 @@ public final class HalcyonManager: Sendable {
                 return try await retrieveWithRetry(candidate, originalSource: source, options: options, progressBlock: progressBlock,
                                                    attemptStarted: attemptStarted, announcesFirst: index > 0)
             } catch {
-                if error.isTaskCancelled || Task.isCancelled { throw .requestError(reason: .taskCancelled(url: candidate.url)) }
+                if error.isTaskCancelled || Task.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
                 failures.append(PropagationError(source: candidate, error: error))
             }
         }
@@ -239,7 +239,7 @@ public final class HalcyonManager: Sendable {
                 case .stop:
                     throw error
                 case .retry(let info):
-                    if Task.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
+                    if Task.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
                     retriedCount += 1
                     userInfo = info
                 }
@@ -282,7 +282,7 @@ public final class HalcyonManager: Sendable {
         }
         announce(RetrieveImageTask(cancelling: child, source: source))
         let result = await withTaskCancellationHandler { await child.value } onCancel: { child.cancel() }
-        if case .failure = result, child.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
+        if case .failure = result, child.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
         return try result.get()
     }
 
@@ -292,7 +292,7 @@ public final class HalcyonManager: Sendable {
         options: HalcyonParsedOptionsInfo,
         progressBlock: DownloadProgressBlock?
     ) async throws(HalcyonError) -> RetrieveImageResult {
-        if Task.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
+        if Task.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
         let key = cacheKey(for: source, options: options)
         let context = AttemptContext(manager: self, source: source, originalSource: originalSource, key: key, options: options)
         if !options.forceRefresh, !(context.isNetwork && options.refreshCached),
@@ -366,7 +366,7 @@ private struct AttemptContext: Sendable {
 
     /// Throws `requestError(.taskCancelled)` when the current task is cancelled.
     func checkNotCancelled() throws(HalcyonError) {
-        if Task.isCancelled { throw .requestError(reason: .taskCancelled(url: source.url)) }
+        if Task.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
     }
 
     var isNetwork: Bool {

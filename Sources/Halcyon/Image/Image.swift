@@ -142,7 +142,7 @@ public final class Image: Sendable {
         }
         let area = try frameImage(frame).extracted(left: x, top: y, width: 1, height: 1).withAlpha().pixelBytes()
         guard area.count >= 4 else {
-            throw .processorError(reason: .processingFailed(operation: "pixel", message: "libvips returned \(area.count) bytes for one pixel"))
+            throw .processorError(reason: .operationFailed(operation: "pixel", message: "libvips returned \(area.count) bytes for one pixel"))
         }
         return RGBA8(red: area[0], green: area[1], blue: area[2], alpha: area[3])
     }
@@ -174,7 +174,7 @@ public final class Image: Sendable {
         let frameWidth = frames[0].width
         let frameHeight = frames[0].height
         guard frames.allSatisfy({ $0.width == frameWidth && $0.height == frameHeight && $0.bands == frames[0].bands }) else {
-            throw .processorError(reason: .processingFailed(operation: operation, message: "frames came out in different sizes"))
+            throw .processorError(reason: .operationFailed(operation: operation, message: "frames came out in different sizes"))
         }
         let joined = try VipsImageRef.joinedVertically(frames).materialized()
         return Image(vips: joined, frameHeight: frameHeight, frameCount: frameCount, scale: scale,
@@ -200,7 +200,7 @@ public final class Image: Sendable {
         do {
             decoded = try vips.materialized()
         } catch {
-            if case .processorError(reason: .processingFailed(_, let message)) = error {
+            if case .processorError(reason: .operationFailed(_, let message)) = error {
                 throw .processorError(reason: .corruptData(format: originalFormat, message: message))
             }
             throw error

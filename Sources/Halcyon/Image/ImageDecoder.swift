@@ -204,7 +204,7 @@ public enum ImageDecoder {
         do {
             return try body()
         } catch {
-            if case .processorError(reason: .processingFailed(_, let message)) = error {
+            if case .processorError(reason: .operationFailed(_, let message)) = error {
                 throw decodeError(format: format, message: message)
             }
             throw error

@@ -40,17 +40,17 @@ public final class RenderCancellation: @unchecked Sendable {
     /// cancelled, and instead of whatever `body` returned or threw once cancelled
     /// (a stopped render is neither corrupt data nor a complete image).
     public func run<T>(_ body: () throws(HalcyonError) -> T) throws(HalcyonError) -> T {
-        if isCancelled { throw .requestError(reason: .taskCancelled(url: nil)) }
+        if isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
         let previous = hc_cancel_set_current(handle)
         defer { _ = hc_cancel_set_current(previous) }
         do throws(HalcyonError) {
             let value = try withExtendedLifetime(self) { () throws(HalcyonError) -> T in try body() }
             // libvips 8.14.1 reads a sink's error before joining its workers: a
             // render stopped in its last tiles can report success with missing tiles.
-            if isCancelled { throw HalcyonError.requestError(reason: .taskCancelled(url: nil)) }
+            if isCancelled { throw HalcyonError.requestError(reason: .taskCancelled(task: nil, token: nil)) }
             return value
         } catch {
-            if isCancelled { throw .requestError(reason: .taskCancelled(url: nil)) }
+            if isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
             throw error
         }
     }
@@ -113,9 +113,9 @@ public final class RenderCancellation: @unchecked Sendable {
                 job.delivered = true
                 return deliver
             }
-            deliver?(.failure(.requestError(reason: .taskCancelled(url: nil))))
+            deliver?(.failure(.requestError(reason: .taskCancelled(task: nil, token: nil))))
         }
-        if cancellation.isCancelled { throw .requestError(reason: .taskCancelled(url: nil)) }
+        if cancellation.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
         return try result.get()
     }
 

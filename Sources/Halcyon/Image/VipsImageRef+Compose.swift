@@ -15,7 +15,7 @@ extension VipsImageRef {
             }
         }
         guard status == 0 else {
-            throw .processorError(reason: .processingFailed(operation: "find_trim", message: VipsRuntime.takeErrorMessage()))
+            throw .processorError(reason: .operationFailed(operation: "find_trim", message: VipsRuntime.takeErrorMessage()))
         }
         guard width > 0, height > 0 else { return nil }
         return (Int(left), Int(top), Int(width), Int(height))

@@ -11,7 +11,7 @@ extension VipsImageRef {
     /// Each pixel of a 3-band image multiplied by the row-major 3 × 3 `matrix`.
     func recombined(_ matrix: [Double]) throws(HalcyonError) -> VipsImageRef {
         guard matrix.count == 9 else {
-            throw .processorError(reason: .processingFailed(operation: "recomb", message: "the matrix needs 9 values, not \(matrix.count)"))
+            throw .processorError(reason: .operationFailed(operation: "recomb", message: "the matrix needs 9 values, not \(matrix.count)"))
         }
         return try apply("recomb") { input, output in
             matrix.withUnsafeBufferPointer { hc_recomb3(input, $0.baseAddress, output) }

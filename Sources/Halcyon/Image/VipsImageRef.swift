@@ -59,7 +59,7 @@ final class VipsImageRef: @unchecked Sendable {
         let status = call(&output)
         guard status == 0, let output else {
             if let output { hc_unref(output) }
-            throw .processorError(reason: .processingFailed(operation: what, message: VipsRuntime.takeErrorMessage()))
+            throw .processorError(reason: .operationFailed(operation: what, message: VipsRuntime.takeErrorMessage()))
         }
         return VipsImageRef(taking: output, retaining: retained)
     }
@@ -169,7 +169,7 @@ final class VipsImageRef: @unchecked Sendable {
         try VipsRuntime.ensureStarted()
         var length = 0
         guard let buffer = hc_write_to_memory(pointer, &length) else {
-            throw .processorError(reason: .processingFailed(operation: "write_to_memory", message: VipsRuntime.takeErrorMessage()))
+            throw .processorError(reason: .operationFailed(operation: "write_to_memory", message: VipsRuntime.takeErrorMessage()))
         }
         defer { hc_free(buffer) }
         return [UInt8](UnsafeRawBufferPointer(start: buffer, count: length))

@@ -293,11 +293,11 @@ struct HTTPTransport: Sendable {
 
     /// Turns a transport error into a ``HalcyonError`` with the URL and the cause.
     static func map(_ error: any Error, url: URL, timeout: TimeInterval) -> HalcyonError {
-        if error is CancellationError { return .requestError(reason: .taskCancelled(url: url)) }
+        if error is CancellationError { return .requestError(reason: .taskCancelled(task: nil, token: nil)) }
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled:
-                return .requestError(reason: .taskCancelled(url: url))
+                return .requestError(reason: .taskCancelled(task: nil, token: nil))
             case .connectTimeout, .readTimeout, .deadlineExceeded, .writeTimeout:
                 return .responseError(reason: .timedOut(url: url, after: timeout))
             case .alreadyShutdown:

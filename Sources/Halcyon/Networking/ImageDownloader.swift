@@ -291,7 +291,7 @@ public final class ImageDownloader: Sendable {
     /// Joins the running task for the request's URL, or makes and queues a new one.
     private func register(_ request: ImageDownloadRequest, callback: SessionDataTask.Callback, downloadTask: DownloadTask) {
         if downloadTask.isCancelled {
-            return callback.deliver(.failure(.requestError(reason: .taskCancelled(url: request.url))))
+            return callback.deliver(.failure(.requestError(reason: .taskCancelled(task: nil, token: nil))))
         }
         let registration = state.withLock { state -> (SessionDataTask, CancelToken, [SessionDataTask])? in
             guard !state.isShutDown else { return nil }
@@ -481,7 +481,7 @@ public final class ImageDownloader: Sendable {
                 withImage.image = image
                 decoded = .success(withImage)
             } catch {
-                decoded = .failure(error)
+                decoded = .failure(error.attributed(to: first.options.processor, item: .data(data)))
             }
             group.forEach { $0.deliver(decoded) }
         }
@@ -511,7 +511,7 @@ extension ImageLoadingResult {
     /// The result for a decoding callback; `deliver` always sets the image for those.
     static func make(_ payload: DownloadPayload) -> Result<ImageLoadingResult, HalcyonError> {
         guard let image = payload.image else {
-            return .failure(.processorError(reason: .processingFailed(operation: "download", message: "no image was decoded")))
+            return .failure(.processorError(reason: .operationFailed(operation: "download", message: "no image was decoded")))
         }
         return .success(ImageLoadingResult(
             image: image, url: payload.metrics.originalURL, originalData: payload.data, response: payload.response, metrics: payload.metrics))

@@ -197,7 +197,7 @@ public final class ImagePrefetcher: Sendable {
         let parsed = manager.parsedOptions(options)
         let outcome: ItemOutcome
         if Task.isCancelled {
-            outcome = .failed(.requestError(reason: .taskCancelled(url: source.url)))
+            outcome = .failed(.requestError(reason: .taskCancelled(task: nil, token: nil)))
         } else if !parsed.forceRefresh, let cached = cachedType(source, options: parsed), cached != .none {
             if cached == .disk && parsed.alsoPrefetchToMemory {
                 _ = try? await manager.retrieveImage(with: source, options: options)
@@ -250,7 +250,7 @@ public final class ImagePrefetcher: Sendable {
         guard let outcome else { return }
         if let itemHandler = state.withLock({ $0.itemHandler }) {
             for index in outcome.unstarted {
-                itemHandler(sources[index], .failed(.requestError(reason: .taskCancelled(url: sources[index].url))))
+                itemHandler(sources[index], .failed(.requestError(reason: .taskCancelled(task: nil, token: nil))))
             }
         }
         report(outcome.lists, progress: false)

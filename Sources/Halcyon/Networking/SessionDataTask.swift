@@ -136,13 +136,13 @@ public final class SessionDataTask: Sendable {
         } else {
             onPriorityChanged(self)
         }
-        removed.deliver(.failure(.requestError(reason: .taskCancelled(url: url))))
+        removed.deliver(.failure(.requestError(reason: .taskCancelled(task: self, token: token))))
     }
 
     /// Cancels every caller: each callback gets a cancellation error and the HTTP request stops.
     public func cancelAll() {
-        let (callbacks, handle, abandoned) = state.withLock { state -> ([Callback], Task<Void, Never>?, Bool) in
-            let taken = state.callbacks.map(\.callback)
+        let (callbacks, handle, abandoned) = state.withLock { state -> ([(id: Int, callback: Callback)], Task<Void, Never>?, Bool) in
+            let taken = state.callbacks.map { (id: $0.id, callback: $0.callback) }
             state.callbacks = []
             let wasSealed = state.sealed
             state.sealed = true
@@ -151,7 +151,10 @@ public final class SessionDataTask: Sendable {
         guard abandoned else { return }
         handle?.cancel()
         onAbandoned(self)
-        callbacks.forEach { $0.deliver(.failure(.requestError(reason: .taskCancelled(url: url)))) }
+        for entry in callbacks {
+            let token = CancelToken(id: entry.id, task: self)
+            entry.callback.deliver(.failure(.requestError(reason: .taskCancelled(task: self, token: token))))
+        }
     }
 
     /// Records the task running the request; cancels it at once if the task was already abandoned.

@@ -52,7 +52,12 @@ extension ImagePipeline {
         let bytes = fetched.data
         do throws(HalcyonError) {
             let image = try await runCPU(on: queues.decode, request) { () throws(HalcyonError) -> Image in
-                let image = try processor.process(item: .data(bytes), options: context)
+                let image: Image
+                do throws(HalcyonError) {
+                    image = try processor.process(item: .data(bytes), options: context)
+                } catch {
+                    throw error.attributed(to: processor, item: .data(bytes))
+                }
                 return context.backgroundDecode ? try image.decodedInMemory() : image
             }
             return .image(.init(image: image, data: fetched))
@@ -135,7 +140,7 @@ extension ImagePipeline {
         } catch let error as HalcyonError {
             throw error
         } catch is CancellationError {
-            throw .requestError(reason: .taskCancelled(url: provider.contentURL))
+            throw .requestError(reason: .taskCancelled(task: nil, token: nil))
         } catch {
             let carried: any Error & Sendable = (error as? any Error & Sendable) ?? DataProviderFailure(message: "\(error)")
             throw .imageSettingError(reason: .dataProviderError(provider: provider, error: carried))

@@ -122,7 +122,12 @@ final class ImagePipeline: Sendable {
         let processor = request.processor
         let context = request.processing
         let image = try await runCPU(on: queues.process, request) { () throws(HalcyonError) -> Image in
-            let image = try processor.process(item: .image(original), options: context)
+            let image: Image
+            do throws(HalcyonError) {
+                image = try processor.process(item: .image(original), options: context)
+            } catch {
+                throw error.attributed(to: processor, item: .image(original))
+            }
             return context.backgroundDecode ? try image.decodedInMemory() : image
         }
         try await store(image, original: nil, response: nil, request)
@@ -172,7 +177,7 @@ final class ImagePipeline: Sendable {
             if let processingQueue { return try await RenderCancellation.perform(on: processingQueue, body) }
             return try await RenderCancellation.perform(on: queue, body)
         } catch {
-            throw error.isTaskCancelled ? .requestError(reason: .taskCancelled(url: url)) : error
+            throw error.isTaskCancelled ? .requestError(reason: .taskCancelled(task: nil, token: nil)) : error
         }
     }
 

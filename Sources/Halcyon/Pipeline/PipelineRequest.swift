@@ -106,7 +106,7 @@ struct PipelineRequest: Sendable {
     }
 
     /// `requestError(.taskCancelled)` for this request's source.
-    var cancelled: HalcyonError { .requestError(reason: .taskCancelled(url: source.url)) }
+    var cancelled: HalcyonError { .requestError(reason: .taskCancelled(task: nil, token: nil)) }
 }
 
 extension Source {

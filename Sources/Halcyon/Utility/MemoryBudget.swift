@@ -45,7 +45,7 @@ public final class MemoryBudget: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while used + needed > capacity {
-            if RenderCancellation.currentIsCancelled { throw .requestError(reason: .taskCancelled(url: nil)) }
+            if RenderCancellation.currentIsCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
             let now = Date()
             guard now < deadline else {
                 throw .processorError(reason: .memoryBudgetExceeded(neededBytes: needed, budgetBytes: capacity, waited: true))
