@@ -24,6 +24,18 @@ struct ProgressiveJPEGTests {
         return total / Double(x.count / 4 * 3)
     }
 
+    /// PSNR in dB of `a` against `b` over the colour channels (infinity when equal).
+    static func psnr(_ a: Image, _ b: Image) throws -> Double {
+        let (x, y) = (try a.rgbaPixels(), try b.rgbaPixels())
+        var squared = 0.0
+        for index in x.indices where index % 4 != 3 {
+            let delta = Double(x[index]) - Double(y[index])
+            squared += delta * delta
+        }
+        let mse = squared / Double(x.count / 4 * 3)
+        return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
+    }
+
     /// Retrieves the slow image with `progressive` settings (collecting previews); returns them and the result.
     static func retrieve(_ fixture: ManagerFixture, _ target: String, isFastestScan: Bool, cancelAfterFirst: Bool = false)
         async -> ([Image], Result<RetrieveImageResult, HalcyonError>) {
@@ -52,7 +64,12 @@ struct ProgressiveJPEGTests {
         #expect(try Self.difference(final, reference) == 0, "the final image is the plain decode")
         #expect(previews.count >= 2, "\(previews.count) previews")
         #expect(previews.allSatisfy { $0.width == 256 && $0.height == 192 })
+        for (index, preview) in previews.enumerated() {
+            // The sample run the issue asks for: each preview's size and its PSNR against the final image.
+            print("progressive preview \(index + 1)/\(previews.count): \(preview.width)x\(preview.height), PSNR \(String(format: "%.1f", try Self.psnr(preview, final))) dB vs the final image")
+        }
         if let first = previews.first, let last = previews.last, previews.count >= 2 {
+            #expect(try Self.psnr(last, final) > Self.psnr(first, final))
             let (early, late) = (try Self.difference(first, reference), try Self.difference(last, reference))
             #expect(late < early, "quality rises: \(early) then \(late)")
         }
