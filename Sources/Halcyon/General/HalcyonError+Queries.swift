@@ -38,3 +38,15 @@ extension HalcyonError {
         return .processorError(reason: .processingFailed(processor: processor, item: item))
     }
 }
+
+extension ImageProcessor {
+    /// Runs `process(item:options:)` on the caller's thread, reporting an engine failure as
+    /// `processingFailed` for this processor and `item` (see ``HalcyonError/attributed(to:item:)``).
+    func processAttributingFailure(item: ImageProcessItem, options: HalcyonParsedOptionsInfo) throws(HalcyonError) -> Image {
+        do throws(HalcyonError) {
+            return try process(item: item, options: options)
+        } catch {
+            throw error.attributed(to: self, item: item)
+        }
+    }
+}

@@ -474,14 +474,14 @@ public final class ImageDownloader: Sendable {
         for key in order {
             guard let group = groups[key], let first = group.first else { continue }
             let decoded: Result<DownloadPayload, HalcyonError>
-            do {
-                let image = try first.options.processor.process(item: .data(data), options: first.options.processingOptions)
+            do throws(HalcyonError) {
+                let image = try first.options.processor.processAttributingFailure(item: .data(data), options: first.options.processingOptions)
                 delegate?.imageDownloader(self, didDownload: image, for: url, with: outcome.response)
                 var withImage = payload
                 withImage.image = image
                 decoded = .success(withImage)
             } catch {
-                decoded = .failure(error.attributed(to: first.options.processor, item: .data(data)))
+                decoded = .failure(error)
             }
             group.forEach { $0.deliver(decoded) }
         }

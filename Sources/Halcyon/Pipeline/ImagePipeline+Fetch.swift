@@ -52,12 +52,7 @@ extension ImagePipeline {
         let bytes = fetched.data
         do throws(HalcyonError) {
             let image = try await runCPU(on: queues.decode, request) { () throws(HalcyonError) -> Image in
-                let image: Image
-                do throws(HalcyonError) {
-                    image = try processor.process(item: .data(bytes), options: context)
-                } catch {
-                    throw error.attributed(to: processor, item: .data(bytes))
-                }
+                let image = try processor.processAttributingFailure(item: .data(bytes), options: context)
                 return context.backgroundDecode ? try image.decodedInMemory() : image
             }
             return .image(.init(image: image, data: fetched))

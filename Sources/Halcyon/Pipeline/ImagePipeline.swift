@@ -122,12 +122,7 @@ final class ImagePipeline: Sendable {
         let processor = request.processor
         let context = request.processing
         let image = try await runCPU(on: queues.process, request) { () throws(HalcyonError) -> Image in
-            let image: Image
-            do throws(HalcyonError) {
-                image = try processor.process(item: .image(original), options: context)
-            } catch {
-                throw error.attributed(to: processor, item: .image(original))
-            }
+            let image = try processor.processAttributingFailure(item: .image(original), options: context)
             return context.backgroundDecode ? try image.decodedInMemory() : image
         }
         try await store(image, original: nil, response: nil, request)
