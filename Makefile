@@ -39,7 +39,7 @@ test: test-deps
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_SUITES)'
 
 ## test-asan: the image engine and cache tests under AddressSanitizer + LeakSanitizer (own build folder).
-ASAN_SUITES := RenderCancellationTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
+ASAN_SUITES := RenderCancellationTests|FastReduceTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test --disable-xctest --no-parallel --sanitize=address --scratch-path .build/asan --filter '$(ASAN_SUITES)'
 
@@ -65,12 +65,15 @@ check: test test-asan test-tsan
 ##        vipsthumbnail, curl, wrk, nginx, redis-server (Debian), Pillow and thumbor (PyPI).
 BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark StorageTierBenchmark RetrieveHitBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark ServerBenchmark
 BENCH_WORK := $(CURDIR)/.build/bench
+# thumbor 7.7.x answers AVIF requests with JPEG; 7.8 needs the AVIF plugin for Pillow to encode AVIF.
+THUMBOR_PINS := thumbor==7.8.0 pillow-avif-plugin
 bench: deps
 	@command -v vipsthumbnail >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 \
 		&& command -v nginx >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools curl wrk nginx redis-server python3-pip; }
 	@python3 -c 'import PIL' 2>/dev/null || pip install -q pillow || pip install -q --break-system-packages pillow
-	@command -v thumbor >/dev/null 2>&1 || pip install -q thumbor || pip install -q --break-system-packages thumbor
+	@thumbor --version 2>/dev/null | grep -q 'v7\.8\.' && python3 -c 'import pillow_avif' 2>/dev/null || \
+		pip install -q $(THUMBOR_PINS) || pip install -q --break-system-packages $(THUMBOR_PINS)
 	@rm -rf $(BENCH_WORK) bench-results.md && mkdir -p $(BENCH_WORK)
 	cd Benchmarks && $(SWIFT) build -c release
 	@failed=""; for benchmark in $(BENCHMARKS); do \
@@ -112,6 +115,8 @@ soak: deps
 ##               clients, BENCH_SECONDS (default 60) per side and cell, ROUNDS (default 1); plus cached responses vs
 ##               nginx. Appends to bench-results.md. Needs wrk, nginx, libvips-tools (apt) and thumbor (pip).
 bench-server: deps
+	@thumbor --version 2>/dev/null | grep -q 'v7\.8\.' && python3 -c 'import pillow_avif' 2>/dev/null || \
+		pip install -q $(THUMBOR_PINS) || pip install -q --break-system-packages $(THUMBOR_PINS)
 	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release ServerBenchmark
 
 clean:

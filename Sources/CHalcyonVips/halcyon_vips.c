@@ -399,10 +399,6 @@ int hc_to_srgb8(VipsImage *in, VipsImage **out) {
     return result;
 }
 
-int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out) {
-    return vips_resize(in, out, hscale, "vscale", vscale, NULL);
-}
-
 int hc_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out) {
     return vips_extract_area(in, out, left, top, width, height, NULL);
 }

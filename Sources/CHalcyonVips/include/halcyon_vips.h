@@ -103,7 +103,18 @@ int hc_with_animation(VipsImage *in, int page_height, const int *delays, int n,
 
 int hc_autorot(VipsImage *in, VipsImage **out);
 int hc_to_srgb8(VipsImage *in, VipsImage **out);
+/** vips_resize with Lanczos-3; 8-bit images of 1-4 bands already in memory, reduced by factors in
+ *  (1/4, 1], take Halcyon's fixed-point reduce (halcyon_reduce.c) on the calling thread instead:
+ *  the same size, pixels within 8-bit rounding of an exact Lanczos-3. HALCYON_VIPS_REDUCE set in
+ *  the environment turns that path off (for before/after benchmarks). */
 int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
+/** Halcyon's reduce of an 8-bit in-memory image (see hc_resize), whatever the environment says;
+ *  fails with "cancelled" when the current RenderCancellation flag is raised. */
+int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **out);
+/** vips_resize itself (Lanczos-3), whatever the image. */
+int hc_vips_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
+/** How many times the fixed-point reduce ran in this process (for tests). */
+unsigned long hc_fast_reduce_count(void);
 int hc_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out);
 int hc_extract_bands(VipsImage *in, int first, int count, VipsImage **out);
 int hc_embed(VipsImage *in, int x, int y, int width, int height,

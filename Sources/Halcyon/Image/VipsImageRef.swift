@@ -92,9 +92,19 @@ final class VipsImageRef: @unchecked Sendable {
         return try apply("colourspace") { hc_to_srgb8($0, $1) }
     }
 
+    /// The image scaled by the factors with Lanczos-3; 8-bit images in memory reduced by less than 4×
+    /// take Halcyon's fixed-point reduce (`halcyon_reduce.c`), everything else `vips_resize`.
     func resized(horizontal: Double, vertical: Double) throws(HalcyonError) -> VipsImageRef {
         try apply("resize") { hc_resize($0, horizontal, vertical, $1) }
     }
+
+    /// `vips_resize` itself, for comparisons with the fixed-point reduce.
+    func resizedByLibvips(horizontal: Double, vertical: Double) throws(HalcyonError) -> VipsImageRef {
+        try apply("resize") { hc_vips_resize($0, horizontal, vertical, $1) }
+    }
+
+    /// How many times the fixed-point reduce has run in this process.
+    static var fastReduceCount: Int { Int(hc_fast_reduce_count()) }
 
     func extracted(left: Int, top: Int, width: Int, height: Int) throws(HalcyonError) -> VipsImageRef {
         try apply("extract_area") { hc_extract_area($0, Int32(left), Int32(top), Int32(width), Int32(height), $1) }
