@@ -41,18 +41,24 @@ struct FastReduceTests {
         return mse == 0 ? .infinity : 10 * log10(255 * 255 / mse)
     }
 
-    @Test("the same size as vips_resize and within rounding of its pixels", arguments: [
-        (bands: 3, h: 0.627, v: 0.627), (bands: 3, h: 0.4, v: 0.4), (bands: 3, h: 0.26, v: 0.3),
-        (bands: 4, h: 0.5, v: 0.75), (bands: 1, h: 0.9, v: 0.33), (bands: 3, h: 1.0, v: 0.5), (bands: 3, h: 0.5, v: 1.0),
-    ])
-    func matchesLibvips(bands: Int, h: Double, v: Double) throws {
-        let source = try Self.photo(width: 816, height: 612, bands: bands)
+    /// `source` reduced by the fixed-point path (checked to have run) and by `vips_resize`, checked to be one size.
+    static func reducedBothWays(_ source: VipsImageRef, h: Double, v: Double) throws -> (fast: VipsImageRef, reference: VipsImageRef) {
         let before = VipsImageRef.fastReduceCount
         let fast = try source.resized(horizontal: h, vertical: v)
         #expect(VipsImageRef.fastReduceCount > before, "the fixed-point path ran")
         let reference = try source.resizedByLibvips(horizontal: h, vertical: v)
         #expect(fast.width == reference.width && fast.height == reference.height,
                 "\(fast.width)x\(fast.height) vs libvips' \(reference.width)x\(reference.height)")
+        return (fast, reference)
+    }
+
+    @Test("the same size as vips_resize and within rounding of its pixels", arguments: [
+        (bands: 3, h: 0.627, v: 0.627), (bands: 3, h: 0.4, v: 0.4), (bands: 3, h: 0.26, v: 0.3),
+        (bands: 4, h: 0.5, v: 0.75), (bands: 1, h: 0.9, v: 0.33), (bands: 3, h: 1.0, v: 0.5), (bands: 3, h: 0.5, v: 1.0),
+    ])
+    func matchesLibvips(bands: Int, h: Double, v: Double) throws {
+        let source = try Self.photo(width: 816, height: 612, bands: bands)
+        let (fast, reference) = try Self.reducedBothWays(source, h: h, v: v)
         #expect(fast.bands == bands)
         let quality = try Self.psnr(fast, reference, bands: bands)
         // libvips 8.14 places its taps at 1/64-pixel steps from its own window start, so on sharp bars
@@ -84,12 +90,7 @@ struct FastReduceTests {
     ])
     func tinyImages(width: Int, height: Int, scale: Double) throws {
         let source = try Self.photo(width: width, height: height, bands: 1, noise: 40)
-        let before = VipsImageRef.fastReduceCount
-        let fast = try source.resized(horizontal: scale, vertical: scale)
-        #expect(VipsImageRef.fastReduceCount > before, "the fixed-point path ran")
-        let reference = try source.resizedByLibvips(horizontal: scale, vertical: scale)
-        #expect(fast.width == reference.width && fast.height == reference.height,
-                "\(fast.width)x\(fast.height) vs libvips' \(reference.width)x\(reference.height)")
+        let (fast, _) = try Self.reducedBothWays(source, h: scale, v: scale)
         let input = try source.rgbaBytes(bands: 1).map(Double.init)
         let exact = ExactLanczos.reduce(input, width: width, height: height, toWidth: fast.width, toHeight: fast.height)
         let bytes = try fast.rgbaBytes(bands: 1)
