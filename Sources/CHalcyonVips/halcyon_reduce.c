@@ -1,8 +1,9 @@
 /*
  * A Lanczos-3 reduce for 8-bit images held in memory, used by hc_resize for
- * factors down to 1/4 (where vips_resize does no box shrink first): the same
- * output size as vips_resize, pixels within 8-bit rounding of an exact
- * Lanczos-3, at a fraction of the cost of libvips 8.14's scalar reducev and
+ * factors down to 1/4: the same output size as vips_resize, pixels within
+ * 8-bit rounding of an exact Lanczos-3 (where rounding makes the size ratio 4
+ * or more, vips_resize's reduce halves first and this one widens its kernel
+ * instead), at a fraction of the cost of libvips 8.14's scalar reducev and
  * reduceh loops. Fixed point (14-bit weights), one output row at a time: the
  * vertical pass sums its input rows along the row (this loop vectorizes; on
  * x86-64 an AVX2 build of it is taken when the CPU has AVX2) into one line of
@@ -217,17 +218,18 @@ static int hc_reduce_run(const hc_reduce_job *job, int out_h) {
     return 0;
 }
 
-/* Whether `in` can take the fast path: 8-bit, 1-4 bands, pixels already in memory. */
-static int hc_reduce_applies(VipsImage *in, double hscale, double vscale) {
-    if (getenv("HALCYON_VIPS_REDUCE") != NULL) {
-        return 0;
-    }
+/* Whether `in` can take the fast path: 8-bit, 1-4 bands, pixels already in memory, factors in (1/4, 1], one below 1. */
+static int hc_reduce_supports(VipsImage *in, double hscale, double vscale) {
     return in->BandFmt == VIPS_FORMAT_UCHAR && in->Coding == VIPS_CODING_NONE && in->Bands >= 1 && in->Bands <= 4 &&
            (in->dtype == VIPS_IMAGE_SETBUF || in->dtype == VIPS_IMAGE_SETBUF_FOREIGN) && in->data != NULL &&
            hscale > 0.25 && hscale <= 1.0 && vscale > 0.25 && vscale <= 1.0 && (hscale < 1.0 || vscale < 1.0);
 }
 
 int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **out) {
+    if (!hc_reduce_supports(in, hscale, vscale)) {
+        vips_error("halcyon", "%s", "the fixed-point reduce takes 8-bit images in memory reduced by (1/4, 1]");
+        return -1;
+    }
     /* vips_resize's output size: the input divided by the shrink, rounded. */
     const double hshrink = 1.0 / hscale, vshrink = 1.0 / vscale;
     const int out_w = hscale < 1.0 ? VIPS_MAX(1, (int)((double)in->Xsize / hshrink + 0.5)) : in->Xsize;
@@ -284,7 +286,7 @@ int hc_vips_resize(VipsImage *in, double hscale, double vscale, VipsImage **out)
 }
 
 int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out) {
-    if (hc_reduce_applies(in, hscale, vscale)) {
+    if (getenv("HALCYON_VIPS_REDUCE") == NULL && hc_reduce_supports(in, hscale, vscale)) {
         return hc_reduce_memory(in, hscale, vscale, out);
     }
     return hc_vips_resize(in, hscale, vscale, out);

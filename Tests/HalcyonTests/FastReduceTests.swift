@@ -116,6 +116,16 @@ struct FastReduceTests {
         #expect(reduced.width == 190 && reduced.height == 140)
     }
 
+    @Test("called directly, the reduce refuses lazy images and factors outside (1/4, 1] with an error")
+    func refusesWhatItDoesNotTake() throws {
+        let source = try Self.photo(width: 64, height: 48, bands: 3)
+        #expect(try source.reducedByHalcyon(horizontal: 0.5, vertical: 0.5).width == 32)
+        let lazy = try source.extracted(left: 1, top: 1, width: 60, height: 40)
+        #expect(throws: HalcyonError.self) { try lazy.reducedByHalcyon(horizontal: 0.5, vertical: 0.5) }
+        #expect(throws: HalcyonError.self) { try source.reducedByHalcyon(horizontal: 1e-10, vertical: 0.5) }
+        #expect(throws: HalcyonError.self) { try source.reducedByHalcyon(horizontal: 1.5, vertical: 1.5) }
+    }
+
     @Test("a raised RenderCancellation stops the reduce")
     func cancelStops() throws {
         let source = try Self.photo(width: 816, height: 612, bands: 3)

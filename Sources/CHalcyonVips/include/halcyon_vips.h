@@ -108,8 +108,8 @@ int hc_to_srgb8(VipsImage *in, VipsImage **out);
  *  the same size, pixels within 8-bit rounding of an exact Lanczos-3. HALCYON_VIPS_REDUCE set in
  *  the environment turns that path off (for before/after benchmarks). */
 int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
-/** Halcyon's reduce of an 8-bit in-memory image (see hc_resize), whatever the environment says;
- *  fails with "cancelled" when the current RenderCancellation flag is raised. */
+/** Halcyon's reduce of an 8-bit in-memory image (see hc_resize), whatever the environment says; fails
+ *  for any other image or factor, and with "cancelled" when the current RenderCancellation flag is raised. */
 int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **out);
 /** vips_resize itself (Lanczos-3), whatever the image. */
 int hc_vips_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);

@@ -103,6 +103,11 @@ final class VipsImageRef: @unchecked Sendable {
         try apply("resize") { hc_vips_resize($0, horizontal, vertical, $1) }
     }
 
+    /// The fixed-point reduce itself, whatever the environment says; throws for images and factors it does not take.
+    func reducedByHalcyon(horizontal: Double, vertical: Double) throws(HalcyonError) -> VipsImageRef {
+        try apply("reduce") { hc_reduce_memory($0, horizontal, vertical, $1) }
+    }
+
     /// How many times the fixed-point reduce has run in this process.
     static var fastReduceCount: Int { Int(hc_fast_reduce_count()) }
 
