@@ -56,13 +56,7 @@ public final class ImageDownloader: Sendable {
         var isShutDown = false
         var tasks: [String: SessionDataTask] = [:]
         var running = 0
-        var waiting: [Waiting] = []
-    }
-
-    /// A task waiting for a slot, with the highest priority any of its callers asked for.
-    private struct Waiting {
-        let task: SessionDataTask
-        var priority: Float
+        var waiting = DownloadWaitingQueue()
     }
 
     /// Makes a downloader; its HTTP client is created on the first request.
@@ -103,7 +97,12 @@ public final class ImageDownloader: Sendable {
     /// The order in which waiting requests of equal priority start. Default ``ExecutionOrder/fifo``.
     public var executionOrder: ExecutionOrder {
         get { state.withLock { $0.executionOrder } }
-        set { state.withLock { $0.executionOrder = newValue } }
+        set {
+            state.withLock {
+                $0.executionOrder = newValue
+                $0.waiting.setLIFO(newValue == .lifo)
+            }
+        }
     }
 
     /// Largest body accepted, in bytes; checked on Content-Length and while streaming. Default 50 MB.
@@ -296,9 +295,7 @@ public final class ImageDownloader: Sendable {
         let registration = state.withLock { state -> (SessionDataTask, CancelToken, [SessionDataTask])? in
             guard !state.isShutDown else { return nil }
             if let existing = state.tasks[request.coalescingKey], let token = existing.add(callback) {
-                if let index = state.waiting.firstIndex(where: { $0.task === existing }) {
-                    state.waiting[index].priority = existing.priority
-                }
+                state.waiting.setPriority(existing.priority, for: existing)
                 return (existing, token, [])
             }
             let task = SessionDataTask(
@@ -307,7 +304,7 @@ public final class ImageDownloader: Sendable {
                 onPriorityChanged: { [weak self] task in self?.reprioritize(task) })
             guard let token = task.add(callback) else { return nil }
             state.tasks[request.coalescingKey] = task
-            state.waiting.append(Waiting(task: task, priority: callback.options.downloadPriority))
+            state.waiting.append(task, priority: callback.options.downloadPriority)
             return (task, token, Self.dequeueReady(&state))
         }
         guard let (task, token, ready) = registration else {
@@ -321,15 +318,14 @@ public final class ImageDownloader: Sendable {
     private func abandon(_ task: SessionDataTask) {
         state.withLock { state in
             if state.tasks[task.request.coalescingKey] === task { state.tasks[task.request.coalescingKey] = nil }
-            state.waiting.removeAll { $0.task === task }
+            state.waiting.remove(task)
         }
     }
 
     /// Moves a waiting task to the highest priority of the callers it still has.
     private func reprioritize(_ task: SessionDataTask) {
         state.withLock { state in
-            guard let index = state.waiting.firstIndex(where: { $0.task === task }) else { return }
-            state.waiting[index].priority = task.priority
+            state.waiting.setPriority(task.priority, for: task)
         }
     }
 
@@ -338,17 +334,7 @@ public final class ImageDownloader: Sendable {
     /// Takes waiting tasks while slots are free: highest priority first, then by execution order.
     private static func dequeueReady(_ state: inout State) -> [SessionDataTask] {
         var ready: [SessionDataTask] = []
-        while state.running < state.maxConcurrentDownloads, !state.waiting.isEmpty {
-            var best = 0
-            var bestPriority = state.waiting[0].priority
-            for index in state.waiting.indices.dropFirst() {
-                let priority = state.waiting[index].priority
-                if priority > bestPriority || (priority == bestPriority && state.executionOrder == .lifo) {
-                    best = index
-                    bestPriority = priority
-                }
-            }
-            let task = state.waiting.remove(at: best).task
+        while state.running < state.maxConcurrentDownloads, let task = state.waiting.popFirst() {
             guard !task.isSealed else { continue }
             ready.append(task)
             state.running += 1
