@@ -8,7 +8,7 @@ public protocol ImageDataProvider: Sendable {
     /// The key the image is cached under; must change when the bytes change.
     var cacheKey: String { get }
     /// Reads the bytes. Errors reach the caller as `imageSettingError(.dataProviderError(provider:error:))` with this
-    /// provider and its error (a non-`Sendable` error is carried as a ``DataProviderFailure`` with its text).
+    /// provider and its error.
     func data() async throws -> Data
     /// A URL describing where the bytes live, if any.
     var contentURL: URL? { get }

@@ -137,7 +137,7 @@ extension ImagePipeline {
         } catch is CancellationError {
             throw .requestError(reason: .taskCancelled(task: nil, token: nil))
         } catch {
-            let carried: any Error & Sendable = (error as? any Error & Sendable) ?? DataProviderFailure(message: "\(error)")
+            let carried: any Error & Sendable = error
             throw .imageSettingError(reason: .dataProviderError(provider: provider, error: carried))
         }
     }
