@@ -67,13 +67,14 @@ BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark StorageTierBenchmark RetrieveHit
 BENCH_WORK := $(CURDIR)/.build/bench
 # thumbor 7.7.x answers AVIF requests with JPEG; 7.8 needs the AVIF plugin for Pillow to encode AVIF.
 THUMBOR_PINS := thumbor==7.8.0 pillow-avif-plugin
+INSTALL_THUMBOR = thumbor --version 2>/dev/null | grep -q 'v7\.8\.' && python3 -c 'import pillow_avif' 2>/dev/null || \
+	pip install -q $(THUMBOR_PINS) || pip install -q --break-system-packages $(THUMBOR_PINS)
 bench: deps
 	@command -v vipsthumbnail >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 && command -v wrk >/dev/null 2>&1 \
 		&& command -v nginx >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libvips-tools curl wrk nginx redis-server python3-pip; }
 	@python3 -c 'import PIL' 2>/dev/null || pip install -q pillow || pip install -q --break-system-packages pillow
-	@thumbor --version 2>/dev/null | grep -q 'v7\.8\.' && python3 -c 'import pillow_avif' 2>/dev/null || \
-		pip install -q $(THUMBOR_PINS) || pip install -q --break-system-packages $(THUMBOR_PINS)
+	@$(INSTALL_THUMBOR)
 	@rm -rf $(BENCH_WORK) bench-results.md && mkdir -p $(BENCH_WORK)
 	cd Benchmarks && $(SWIFT) build -c release
 	@failed=""; for benchmark in $(BENCHMARKS); do \
@@ -115,8 +116,7 @@ soak: deps
 ##               clients, BENCH_SECONDS (default 60) per side and cell, ROUNDS (default 1); plus cached responses vs
 ##               nginx. Appends to bench-results.md. Needs wrk, nginx, libvips-tools (apt) and thumbor (pip).
 bench-server: deps
-	@thumbor --version 2>/dev/null | grep -q 'v7\.8\.' && python3 -c 'import pillow_avif' 2>/dev/null || \
-		pip install -q $(THUMBOR_PINS) || pip install -q --break-system-packages $(THUMBOR_PINS)
+	@$(INSTALL_THUMBOR)
 	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release ServerBenchmark
 
 clean:

@@ -74,7 +74,9 @@ static void hc_axis_quantize(const double *raw, int taps, double sum, int16_t *w
 /* Weights for reducing `in` samples to `out`, `shrink` (in / out, >= 1) input samples per output sample. */
 static int hc_axis_make(hc_axis *axis, int in, int out, double shrink) {
     const double support = 3.0 * shrink;
-    axis->taps = VIPS_MIN((int)ceil(2.0 * support) + 1, in);
+    /* The kernel's span; an input shorter than that folds onto `in` taps. */
+    const int span = (int)ceil(2.0 * support) + 1;
+    axis->taps = VIPS_MIN(span, in);
     axis->start = malloc(sizeof(int) * (size_t)out);
     axis->weight = malloc(sizeof(int16_t) * (size_t)out * (size_t)axis->taps);
     double *raw = malloc(sizeof(double) * (size_t)axis->taps);
@@ -83,7 +85,6 @@ static int hc_axis_make(hc_axis *axis, int in, int out, double shrink) {
         hc_axis_free(axis);
         return -1;
     }
-    const int span = (int)ceil(2.0 * support) + 1;
     for (int o = 0; o < out; o++) {
         const double centre = ((double)o + 0.5) * shrink;
         const int first = (int)floor(centre - support + 0.5);
@@ -225,11 +226,8 @@ static int hc_reduce_supports(VipsImage *in, double hscale, double vscale) {
            hscale > 0.25 && hscale <= 1.0 && vscale > 0.25 && vscale <= 1.0 && (hscale < 1.0 || vscale < 1.0);
 }
 
-int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **out) {
-    if (!hc_reduce_supports(in, hscale, vscale)) {
-        vips_error("halcyon", "%s", "the fixed-point reduce takes 8-bit images in memory reduced by (1/4, 1]");
-        return -1;
-    }
+/* The reduce of an image hc_reduce_supports took. */
+static int hc_reduce_supported(VipsImage *in, double hscale, double vscale, VipsImage **out) {
     /* vips_resize's output size: the input divided by the shrink, rounded. */
     const double hshrink = 1.0 / hscale, vshrink = 1.0 / vscale;
     const int out_w = hscale < 1.0 ? VIPS_MAX(1, (int)((double)in->Xsize / hshrink + 0.5)) : in->Xsize;
@@ -281,13 +279,21 @@ int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **ou
     return 0;
 }
 
+int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **out) {
+    if (!hc_reduce_supports(in, hscale, vscale)) {
+        vips_error("halcyon", "%s", "the fixed-point reduce takes 8-bit images in memory reduced by (1/4, 1]");
+        return -1;
+    }
+    return hc_reduce_supported(in, hscale, vscale, out);
+}
+
 int hc_vips_resize(VipsImage *in, double hscale, double vscale, VipsImage **out) {
     return vips_resize(in, out, hscale, "vscale", vscale, NULL);
 }
 
 int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out) {
     if (getenv("HALCYON_VIPS_REDUCE") == NULL && hc_reduce_supports(in, hscale, vscale)) {
-        return hc_reduce_memory(in, hscale, vscale, out);
+        return hc_reduce_supported(in, hscale, vscale, out);
     }
     return hc_vips_resize(in, hscale, vscale, out);
 }

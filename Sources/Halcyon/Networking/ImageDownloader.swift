@@ -44,7 +44,6 @@ public final class ImageDownloader: Sendable {
     private struct State {
         var downloadTimeout: TimeInterval = 15
         var maxConcurrentDownloads = 6
-        var executionOrder: ExecutionOrder = .fifo
         var maxResponseBytes = 50 * 1024 * 1024
         var maxRedirects = 10
         var httpHeaders: [String: String] = [:]
@@ -96,13 +95,8 @@ public final class ImageDownloader: Sendable {
 
     /// The order in which waiting requests of equal priority start. Default ``ExecutionOrder/fifo``.
     public var executionOrder: ExecutionOrder {
-        get { state.withLock { $0.executionOrder } }
-        set {
-            state.withLock {
-                $0.executionOrder = newValue
-                $0.waiting.setLIFO(newValue == .lifo)
-            }
-        }
+        get { state.withLock { $0.waiting.lifo ? .lifo : .fifo } }
+        set { state.withLock { $0.waiting.setLIFO(newValue == .lifo) } }
     }
 
     /// Largest body accepted, in bytes; checked on Content-Length and while streaming. Default 50 MB.

@@ -137,8 +137,7 @@ extension ImagePipeline {
         } catch is CancellationError {
             throw .requestError(reason: .taskCancelled(task: nil, token: nil))
         } catch {
-            let carried: any Error & Sendable = error
-            throw .imageSettingError(reason: .dataProviderError(provider: provider, error: carried))
+            throw .imageSettingError(reason: .dataProviderError(provider: provider, error: error))
         }
     }
 }
