@@ -37,18 +37,23 @@ struct ProgressiveJPEGTests {
     }
 
     /// Retrieves the slow image with `progressive` settings (collecting previews); returns them and the result.
-    static func retrieve(_ fixture: ManagerFixture, _ target: String, isFastestScan: Bool, cancelAfterFirst: Bool = false)
-        async -> ([Image], Result<RetrieveImageResult, HalcyonError>) {
+    ///
+    /// With `cancelAfterFirst`, the first preview's handler works for `cancelAfter` seconds (as a busy app or a loaded
+    /// machine would, while more scans arrive), then cancels the retrieval, or cancels it as soon as its task is known.
+    static func retrieve(_ fixture: ManagerFixture, _ target: String, isFastestScan: Bool, cancelAfterFirst: Bool = false,
+                         cancelAfter: TimeInterval = 0) async -> ([Image], Result<RetrieveImageResult, HalcyonError>) {
         let previews = Locked<[Image]>([])
-        let task = Locked<RetrieveImageTask?>(nil)
+        let task = Locked<(task: RetrieveImageTask?, cancel: Bool)>((nil, false))
         let settings = ImageProgressive(isBlur: false, isFastestScan: isFastestScan, scanInterval: 0) { image in
             previews.withLock { $0.append(image) }
-            if cancelAfterFirst { task.withLock { $0?.cancel() } }
+            guard cancelAfterFirst else { return }
+            usleep(useconds_t(cancelAfter * 1_000_000))
+            task.withLock { $0.cancel = true; $0.task?.cancel() }
         }
         let result = await awaitResult { done in
             let started = fixture.manager.retrieveImage(
                 with: fixture.url(target), options: [.progressiveJPEG(settings), .callbackQueue(.untouch), .forceRefresh], completionHandler: done)
-            task.withLock { $0 = started }
+            task.withLock { $0.task = started; if $0.cancel { started?.cancel() } }
         }
         return (previews.withLock { $0 }, result)
     }
@@ -94,7 +99,8 @@ struct ProgressiveJPEGTests {
     func cancel() async throws {
         let fixture = try await ManagerFixture.make(image: try Self.jpeg(progressive: true))
         defer { Task { await fixture.shutdown() } }
-        let (previews, result) = await Self.retrieve(fixture, "/slow/c?delay=60&chunks=16", isFastestScan: false, cancelAfterFirst: true)
+        let (previews, result) = await Self.retrieve(fixture, "/slow/c?delay=60&chunks=16", isFastestScan: false, cancelAfterFirst: true,
+                                                     cancelAfter: 0.3)
         guard case .failure(let error) = result else { Issue.record("the cancelled retrieval succeeded"); return }
         #expect(error.isTaskCancelled)
         #expect(previews.count == 1)

@@ -195,6 +195,26 @@ public final class HalcyonManager: Sendable {
         let previewer = Self.previewer(for: options)
         if let previewer { options.onDataReceived = (options.onDataReceived ?? []) + [previewer] }
         defer { previewer?.finish() }
+        // Cancelling stops the previews at once, not when the retrieval has unwound.
+        return try await withTaskCancellationHandler { () async -> Result<RetrieveImageResult, HalcyonError> in
+            do throws(HalcyonError) {
+                return .success(try await retrieveCandidates(source, options: options, progressBlock: progressBlock,
+                                                             attemptStarted: attemptStarted))
+            } catch {
+                return .failure(error)
+            }
+        } onCancel: {
+            previewer?.finish()
+        }.get()
+    }
+
+    /// Tries the primary source (or the low data mode one), then each alternative source in turn.
+    private func retrieveCandidates(
+        _ source: Source,
+        options: HalcyonParsedOptionsInfo,
+        progressBlock: DownloadProgressBlock?,
+        attemptStarted: (@Sendable (RetrieveImageTask) -> Void)?
+    ) async throws(HalcyonError) -> RetrieveImageResult {
         var primary = source
         if isLowDataMode, let lowDataSource = options.lowDataModeSource {
             primary = lowDataSource
