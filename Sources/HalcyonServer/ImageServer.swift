@@ -142,7 +142,8 @@ public final class ImageServer: Service {
     private func mainApplication() -> some Service {
         let service = self.service
         let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics, negativeCacheTTL: configuration.negativeCacheTTL))
+        let log = RequestLogMiddleware(logger: logger, metrics: service.metrics, negativeCacheTTL: configuration.negativeCacheTTL)
+        router.add(middleware: log)
         if configuration.traceEndpoint != nil { router.add(middleware: RequestTracingMiddleware()) }
         router.get("/health") { _, context in
             context.record.route = "health"
@@ -165,9 +166,13 @@ public final class ImageServer: Service {
         let http = HTTP1Channel.Configuration(
             additionalChannelHandlers: connections.handlers(),
             idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
+        // Response cache hits are answered on the event loop, unless each request must be a trace span.
+        let server: HTTPServerBuilder = configuration.traceEndpoint == nil
+            ? CachedResponseChannel.builder(configuration: http) { CachedResponseHandler(service: service, log: log) }
+            : .http1(configuration: http)
         return Application(
             router: router,
-            server: .http1(configuration: http),
+            server: server,
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
             onServerRunning: { [ports] channel in ports.withLock { $0.main = channel.localAddress?.port } },
             logger: logger)

@@ -311,17 +311,29 @@ public final class ImageService: Sendable {
     /// only ever stored under a path that passed both. A request with a body
     /// is not answered here (the image handler refuses it).
     func cachedResponse(for request: Request, context: ServerRequestContext) -> Response? {
-        guard request.headers[.contentLength] == nil, request.headers[.transferEncoding] == nil,
-              let entry = responses.value(for: Self.responseCacheKey(request)) else { return nil }
+        guard let answer = cachedAnswer(path: request.uri.path, headers: request.headers) else { return nil }
         context.record.route = "image"
         context.record.cacheTier = "response"
+        return answer.response
+    }
+
+    /// The answer from the response cache for a request's path (as Hummingbird's `URI` reads it) and headers, or nil;
+    /// counts the hit. What ``cachedResponse(for:context:)`` and the channel's ``CachedResponseHandler`` both use.
+    func cachedAnswer(path: String, headers: HTTPFields) -> CachedAnswer? {
+        guard headers[.contentLength] == nil, headers[.transferEncoding] == nil,
+              let entry = responses.value(for: Self.responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
         metrics.cache("response")
-        return respond(entry, request: request)
+        return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch])
     }
 
     /// The response cache's key: the path as sent and the `Accept` header.
     static func responseCacheKey(_ request: Request) -> String {
-        request.uri.path + "\n" + (request.headers[.accept] ?? "")
+        responseCacheKey(path: request.uri.path, accept: request.headers[.accept])
+    }
+
+    /// The response cache's key of a path and an `Accept` header.
+    static func responseCacheKey(path: String, accept: String?) -> String {
+        path + "\n" + (accept ?? "")
     }
 
     /// Builds the entry's headers once, keeps it in the response cache and answers with it.
@@ -344,15 +356,7 @@ public final class ImageService: Sendable {
         headers[.contentLength] = String(entry.buffer.readableBytes)
         entry.fullHeaders = headers
         responses.store(entry, for: rawKey)
-        return respond(entry, request: request)
-    }
-
-    /// A 304 when `If-None-Match` matches, else a 200 sharing the entry's buffer.
-    private func respond(_ entry: ResponseCache.Entry, request: Request) -> Response {
-        if let match = request.headers[.ifNoneMatch], Self.matches(match, etag: entry.etag) {
-            return Response(status: .notModified, headers: entry.headers)
-        }
-        return Response(status: .ok, headers: entry.fullHeaders, body: ResponseBody(byteBuffer: entry.buffer))
+        return CachedAnswer(entry, ifNoneMatch: request.headers[.ifNoneMatch]).response
     }
 
     // MARK: - Helpers

@@ -31,21 +31,27 @@ struct RequestLogMiddleware: RouterMiddleware {
             response = internalError.response()
             context.record.errorCode = internalError.code
         }
-        let elapsed = ContinuousClock.now - start
         let status = Int(response.status.code)
         if status >= 400 { response.headers[.cacheControl] = errorCacheControl(status: status) }
         let record = context.record
-        metrics.request(route: record.route, status: status)
+        log(method: request.method, path: request.uri.path, status: status, bytes: response.headers[.contentLength],
+            elapsed: ContinuousClock.now - start, route: record.route, cacheTier: record.cacheTier, errorCode: record.errorCode)
+        return response
+    }
+
+    /// Counts a finished request in the metrics and logs its line. The channel's ``CachedResponseHandler`` calls it
+    /// for the answers it gives without the router.
+    func log(method: HTTPRequest.Method, path: String, status: Int, bytes: String?, elapsed: Duration,
+             route: String, cacheTier: String?, errorCode: String?) {
+        metrics.request(route: route, status: status)
         metrics.total(elapsed)
-        if let code = record.errorCode { metrics.error(code: code) }
-        let routine = record.route == "health" || record.route == "metrics"
+        if let errorCode { metrics.error(code: errorCode) }
+        let routine = route == "health" || route == "metrics"
         // The message is an autoclosure: nothing is formatted unless the level is logged.
         logger.log(level: status >= 400 ? .notice : routine ? .debug : .info, """
-            \(request.method) \(Self.loggedPath(request.uri.path, route: record.route)) \(status) \
-            \(response.headers[.contentLength] ?? "0") B \(Self.milliseconds(elapsed)) ms \
-            cache=\(record.cacheTier ?? "-")\(record.errorCode.map { " error=\($0)" } ?? "")
+            \(method) \(Self.loggedPath(path, route: route)) \(status) \(bytes ?? "0") B \(Self.milliseconds(elapsed)) ms \
+            cache=\(cacheTier ?? "-")\(errorCode.map { " error=\($0)" } ?? "")
             """)
-        return response
     }
 
     /// Errors are not cached, except 404 and 422 for `negativeCacheTTL` seconds (a missing or unusable source

@@ -48,6 +48,21 @@ final class RawSocket {
         return false
     }
 
+    /// Reads until `done` says the bytes so far are enough, the peer closes, or `timeout` passes; returns what came.
+    func receive(timeout: TimeInterval, until done: (Data) -> Bool) -> Data {
+        var received = Data()
+        var pollDescriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let end = Date().addingTimeInterval(timeout)
+        while !done(received), Date() < end {
+            guard poll(&pollDescriptor, 1, Int32(max(1, end.timeIntervalSinceNow * 1000))) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received.append(contentsOf: buffer[..<count])
+        }
+        return received
+    }
+
     /// Closes the connection from this side.
     func hangUp() {
         if descriptor >= 0 {

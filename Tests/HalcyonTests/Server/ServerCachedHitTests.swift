@@ -1,0 +1,118 @@
+import Foundation
+@testable import HalcyonServer
+import Testing
+
+/// Response cache hits answered on the connection (`CachedResponseHandler`), checked over raw sockets: the same
+/// answers as the router gives, in request order when pipelined, counted, and subject to the idle timeout.
+@Suite("Server: cached hits on the connection")
+struct ServerCachedHitTests {
+    /// One response read from a raw HTTP/1.1 stream.
+    struct RawResponse {
+        let status: Int
+        let headers: [String: String]
+        let body: Data
+    }
+
+    /// Splits `data` into complete responses framed by `Content-Length`; `bodiless[i]` marks answers to HEAD.
+    static func responses(_ data: Data, bodiless: [Bool] = []) -> [RawResponse] {
+        var result: [RawResponse] = []
+        var rest = data[...]
+        while let end = rest.range(of: Data("\r\n\r\n".utf8)) {
+            let lines = String(decoding: rest[rest.startIndex..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+            guard let statusLine = lines.first, let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else { break }
+            var headers: [String: String] = [:]
+            for line in lines.dropFirst() {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
+            let noBody = status == 304 || (bodiless.indices.contains(result.count) && bodiless[result.count])
+            let length = noBody ? 0 : Int(headers["content-length"] ?? "0") ?? 0
+            guard rest[end.upperBound...].count >= length else { break }
+            result.append(RawResponse(status: status, headers: headers, body: Data(rest[end.upperBound..<end.upperBound + length])))
+            rest = rest[(end.upperBound + length)...]
+        }
+        return result
+    }
+
+    /// Sends `requests` in one write on a new connection and reads `count` responses.
+    static func exchange(_ port: Int, _ requests: String, count: Int, bodiless: [Bool] = []) throws -> [RawResponse] {
+        let socket = try #require(RawSocket(port: port))
+        defer { socket.hangUp() }
+        #expect(socket.send(requests))
+        let data = socket.receive(timeout: 10) { responses($0, bodiless: bodiless).count >= count }
+        return responses(data, bodiless: bodiless)
+    }
+
+    static func get(_ path: String, _ extra: String = "", method: String = "GET") -> String {
+        "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n"
+    }
+
+    @Test("A hit gives the router's bytes and headers, 304 for its ETag and no body to HEAD, and is counted")
+    func sameAnswers() async throws {
+        let fixture = try await ServerFixture.start()
+        defer { Task { await fixture.stop() } }
+        let path = fixture.signedPath("w:24", source: fixture.source("/image/hit"))
+        let first = try await fixture.get(path)
+        #expect(first.status == 200)
+        let etag = try #require(first.header("etag"))
+        let requests = Self.get(path) + Self.get(path, "If-None-Match: \(etag)\r\n") + Self.get(path, method: "HEAD")
+        let answers = try Self.exchange(fixture.port, requests, count: 3, bodiless: [false, false, true])
+        try #require(answers.count == 3, "\(answers.count) answers")
+        #expect(answers.map(\.status) == [200, 304, 200])
+        #expect(answers[0].body == first.body)
+        for name in ["etag", "content-type", "cache-control", "last-modified", "x-content-type-options", "content-security-policy"] {
+            #expect(answers[0].headers[name] == first.header(name), "\(name)")
+        }
+        #expect(answers[1].headers["etag"] == etag && answers[1].body.isEmpty)
+        #expect(answers[2].headers["content-length"] == String(first.body.count) && answers[2].body.isEmpty)
+        let metrics = String(decoding: try await fixture.get("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains(#"halcyon_requests_total{route="image",status="200"} 3"#))
+        #expect(metrics.contains(#"halcyon_requests_total{route="image",status="304"} 1"#))
+        #expect(metrics.contains(#"halcyon_cache_results_total{type="response"} 3"#))
+        await fixture.stop()
+    }
+
+    @Test("Pipelined behind a request the router is still answering, a hit waits its turn")
+    func pipelinedOrder() async throws {
+        let fixture = try await ServerFixture.start()
+        defer { Task { await fixture.stop() } }
+        let cached = fixture.signedPath("w:24", source: fixture.source("/image/cached"))
+        let warm = try await fixture.get(cached)
+        let etag = try #require(warm.header("etag"))
+        let slow = fixture.signedPath("w:20", source: fixture.source("/slow/first?delay=100&chunks=3"))
+        let answers = try Self.exchange(fixture.port, Self.get(slow) + Self.get(cached), count: 2)
+        try #require(answers.count == 2, "\(answers.count) answers")
+        #expect(answers.map(\.status) == [200, 200])
+        #expect(answers[0].headers["etag"] != etag, "the slow request's answer comes first")
+        #expect(answers[1].headers["etag"] == etag && answers[1].body == warm.body)
+        await fixture.stop()
+    }
+
+    @Test("Hits keep a connection open past the idle timeout; idle, it still closes; Connection: close closes after the answer")
+    func idleTimeout() async throws {
+        let fixture = try await ServerFixture.start { $0.idleTimeout = 1 }
+        defer { Task { await fixture.stop() } }
+        let path = fixture.signedPath("w:24", source: fixture.source("/image/idle"))
+        #expect(try await fixture.get(path).status == 200)
+        let socket = try #require(RawSocket(port: fixture.port))
+        defer { socket.hangUp() }
+        let started = ContinuousClock.now
+        var statuses: [Int] = []
+        while ContinuousClock.now - started < .milliseconds(2400) {
+            #expect(socket.send(Self.get(path)))
+            let data = socket.receive(timeout: 5) { Self.responses($0).count >= 1 }
+            statuses += Self.responses(data).map(\.status)
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(statuses.count >= 6 && statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        #expect(socket.closedByPeer(within: 3), "an idle connection is closed after the idle timeout")
+
+        let closing = try #require(RawSocket(port: fixture.port))
+        defer { closing.hangUp() }
+        #expect(closing.send(Self.get(path, "Connection: close\r\n")))
+        let data = closing.receive(timeout: 5) { Self.responses($0).count >= 1 }
+        #expect(Self.responses(data).first?.status == 200)
+        #expect(closing.closedByPeer(within: 2))
+        await fixture.stop()
+    }
+}
