@@ -212,6 +212,15 @@ pool.retryConnectionEstablishment = false
 let rawClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(30)), connectionPool: pool, decompression: .enabled(limit: .ratio(200))))
 _ = try await runRawClient(rawClient, urls: Array(urls.prefix(64)))
 
+// `PROFILE=halcyon` or `PROFILE=raw` runs only that client, ROUNDS times, and prints its seconds (for perf or callgrind).
+if let only = ProcessInfo.processInfo.environment["PROFILE"] {
+    for round in 1...rounds {
+        let m = only == "raw" ? try await runRawClient(rawClient, urls: urls) : try await runHalcyonCallbacks(downloader, urls: urls, decode: false)
+        print(String(format: "%@ round %d: %.3f s", only, round, m.seconds))
+    }
+    exit(0)
+}
+
 let clients = [
     "Halcyon download only (callbacks)", "Halcyon download only (async/await)",
     "Halcyon download + decode (callbacks)", "bare AsyncHTTPClient (reference)", "curl --parallel-max 16",

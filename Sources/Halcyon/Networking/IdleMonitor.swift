@@ -1,16 +1,23 @@
+import Dispatch
 import Foundation
+import Synchronization
 
 /// Fails downloads that stay idle too long, with one sleeping task per downloader.
 ///
 /// Each running fetch registers a deadline that moves forward whenever bytes
 /// arrive (``Watch/touch()``). A single background task wakes every eighth of
 /// the shortest timeout (5 ms to 1 s), fires the expired entries and stops
-/// when nothing is registered. Cheaper than a timer task per download: one
-/// lock per touch, no task per request. One lock.
+/// when nothing is registered. Cheaper than a timer task per download: a
+/// touch is one atomic store, no task per request. One lock for the entries.
 final class IdleMonitor: Sendable {
+    /// When a fetch was last active, in monotonic nanoseconds; its watch stores, the loop reads.
+    final class Activity: Sendable {
+        let last = Atomic<UInt64>(IdleMonitor.now())
+    }
+
     private struct Entry {
-        var last: ContinuousClock.Instant
-        let timeout: Duration
+        let activity: Activity
+        let timeout: UInt64
         let onTimeout: @Sendable () -> Void
     }
 
@@ -23,15 +30,18 @@ final class IdleMonitor: Sendable {
 
     private let state = Locked(State())
 
+    /// Monotonic nanoseconds.
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
     /// One registered fetch.
     struct Watch: Sendable {
         let id: Int
         let monitor: IdleMonitor
+        let activity: Activity
 
         /// Records activity now.
         func touch() {
-            let now = ContinuousClock.now
-            monitor.state.withLock { $0.entries[id]?.last = now }
+            activity.last.store(IdleMonitor.now(), ordering: .relaxed)
         }
 
         /// Stops watching; true when the timeout had fired.
@@ -45,18 +55,19 @@ final class IdleMonitor: Sendable {
 
     /// Starts watching; `onTimeout` runs once, off the lock, when idle for `timeout` seconds.
     func watch(timeout: TimeInterval, onTimeout: @escaping @Sendable () -> Void) -> Watch {
-        let duration = Duration.milliseconds(Int64((max(timeout, 0.001) * 1000).rounded()))
+        let nanoseconds = UInt64((max(timeout, 0.001) * 1000).rounded()) * 1_000_000
+        let activity = Activity()
         let (id, startLoop) = state.withLock { state -> (Int, Bool) in
             let id = state.nextID
             state.nextID += 1
-            state.entries[id] = Entry(last: .now, timeout: duration, onTimeout: onTimeout)
+            state.entries[id] = Entry(activity: activity, timeout: nanoseconds, onTimeout: onTimeout)
             defer { state.looping = true }
             return (id, !state.looping)
         }
         if startLoop {
             Task.detached { [weak self] in await self?.loop() }
         }
-        return Watch(id: id, monitor: self)
+        return Watch(id: id, monitor: self, activity: activity)
     }
 
     private func loop() async {
@@ -66,14 +77,15 @@ final class IdleMonitor: Sendable {
                     state.looping = false
                     return nil
                 }
-                return min(max(shortest / 8, .milliseconds(5)), .seconds(1))
+                return min(max(.nanoseconds(shortest / 8), .milliseconds(5)), .seconds(1))
             }
             guard let tick else { return }
             try? await Task.sleep(for: tick)
-            let now = ContinuousClock.now
+            let now = Self.now()
             let expired = state.withLock { state -> [@Sendable () -> Void] in
                 var callbacks: [@Sendable () -> Void] = []
-                for (id, entry) in state.entries where now - entry.last >= entry.timeout {
+                // A touch after `now` was read is newer than `now`: not idle.
+                for (id, entry) in state.entries where now >= entry.activity.last.load(ordering: .relaxed) &+ entry.timeout {
                     state.entries[id] = nil
                     state.fired.insert(id)
                     callbacks.append(entry.onTimeout)

@@ -286,18 +286,19 @@ public final class ImageDownloader: Sendable {
         if downloadTask.isCancelled {
             return callback.deliver(.failure(.requestError(reason: .taskCancelled(task: nil, token: nil))))
         }
+        let key = request.coalescingKey
         let registration = state.withLock { state -> (SessionDataTask, CancelToken, [SessionDataTask])? in
             guard !state.isShutDown else { return nil }
-            if let existing = state.tasks[request.coalescingKey], let token = existing.add(callback) {
+            if let existing = state.tasks[key], let token = existing.add(callback) {
                 state.waiting.setPriority(existing.priority, for: existing)
                 return (existing, token, [])
             }
             let task = SessionDataTask(
-                request: request, redirectHandler: callback.options.redirectHandler,
+                request: request, key: key, redirectHandler: callback.options.redirectHandler,
                 onAbandoned: { [weak self] task in self?.abandon(task) },
                 onPriorityChanged: { [weak self] task in self?.reprioritize(task) })
             guard let token = task.add(callback) else { return nil }
-            state.tasks[request.coalescingKey] = task
+            state.tasks[key] = task
             state.waiting.append(task, priority: callback.options.downloadPriority)
             return (task, token, Self.dequeueReady(&state))
         }
@@ -311,7 +312,7 @@ public final class ImageDownloader: Sendable {
     /// Forgets a task whose last caller cancelled.
     private func abandon(_ task: SessionDataTask) {
         state.withLock { state in
-            if state.tasks[task.request.coalescingKey] === task { state.tasks[task.request.coalescingKey] = nil }
+            if state.tasks[task.key] === task { state.tasks[task.key] = nil }
             state.waiting.remove(task)
         }
     }
@@ -350,7 +351,7 @@ public final class ImageDownloader: Sendable {
         let fetched = await fetch(task, delegate: delegate)
         let callbacks = task.complete()
         let ready = state.withLock { state -> [SessionDataTask] in
-            if state.tasks[task.request.coalescingKey] === task { state.tasks[task.request.coalescingKey] = nil }
+            if state.tasks[task.key] === task { state.tasks[task.key] = nil }
             state.running -= 1
             return Self.dequeueReady(&state)
         }

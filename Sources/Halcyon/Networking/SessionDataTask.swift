@@ -20,6 +20,8 @@ public final class SessionDataTask: Sendable {
     public let url: URL
     /// The request as the first caller's modifier left it.
     public let request: ImageDownloadRequest
+    /// The request's ``ImageDownloadRequest/coalescingKey``, made once: the downloader's key for this task.
+    let key: String
     let redirectHandler: (any ImageDownloadRedirectHandler)?
     let enqueuedAt = ContinuousClock.now
     private let onAbandoned: @Sendable (SessionDataTask) -> Void
@@ -45,14 +47,17 @@ public final class SessionDataTask: Sendable {
         var handle: Task<Void, Never>?
     }
 
+    /// A task for `request`; `key` is its coalescing key when the caller has made it already.
     init(
         request: ImageDownloadRequest,
+        key: String? = nil,
         redirectHandler: (any ImageDownloadRedirectHandler)?,
         onAbandoned: @escaping @Sendable (SessionDataTask) -> Void,
         onPriorityChanged: @escaping @Sendable (SessionDataTask) -> Void = { _ in }
     ) {
         self.url = request.url
         self.request = request
+        self.key = key ?? request.coalescingKey
         self.redirectHandler = redirectHandler
         self.onAbandoned = onAbandoned
         self.onPriorityChanged = onPriorityChanged
