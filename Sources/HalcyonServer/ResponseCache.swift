@@ -2,9 +2,11 @@ import Foundation
 import Halcyon
 import Hummingbird
 import NIOCore
+import NIOFoundationCompat
 
 /// Encoded responses kept in memory, so a repeated request costs a lookup,
-/// not an encode. Least-recently-used entries go first past the byte limit;
+/// not an encode. Least-recently-used entries go first past the byte limit,
+/// which counts each entry's body, key and headers (``cost(of:key:)``);
 /// entries expire after `lifetime`. One lock.
 ///
 /// The service keys it by the request as sent (path and `Accept`), so a hit
@@ -13,7 +15,7 @@ import NIOCore
 public final class ResponseCache: Sendable {
     /// One encoded answer.
     public struct Entry: Sendable {
-        /// The body.
+        /// The body; it shares ``buffer``'s storage (one copy of the bytes).
         public let body: Data
         /// The body as a NIO buffer, made once; responses share its storage.
         public let buffer: ByteBuffer
@@ -32,8 +34,9 @@ public final class ResponseCache: Sendable {
 
         /// Makes an entry made now.
         public init(body: Data, contentType: String, etag: String, created: Date = Date()) {
-            self.body = body
-            buffer = ByteBuffer(bytes: body)
+            let buffer = ByteBuffer(bytes: body)
+            self.buffer = buffer
+            self.body = Data(buffer: buffer, byteTransferStrategy: .noCopy)
             self.contentType = contentType
             self.etag = etag
             self.created = created
@@ -41,17 +44,27 @@ public final class ResponseCache: Sendable {
         }
     }
 
-    /// An HTTP date (RFC 9110 IMF-fixdate).
+    /// An HTTP date (RFC 9110 IMF-fixdate), formatted by hand: no `DateFormatter`, so no ICU, per entry.
     public static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var fields = tm()
+        guard gmtime_r(&seconds, &fields) != nil else { return "Thu, 01 Jan 1970 00:00:00 GMT" }
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let year = String(fields.tm_year + 1900)
+        return "\(days[Int(fields.tm_wday) % 7]), \(two(fields.tm_mday)) \(months[Int(fields.tm_mon) % 12]) \(year) "
+            + "\(two(fields.tm_hour)):\(two(fields.tm_min)):\(two(fields.tm_sec)) GMT"
+    }
+
+    /// What an entry is counted as against the limit: its body, its key, and 1 KiB for its two header sets and
+    /// the bookkeeping (about what they take for a typical entry).
+    static func cost(of entry: Entry, key: String) -> Int {
+        entry.buffer.readableBytes + key.utf8.count + 1024
     }
 
     private struct State {
-        var entries: [String: (entry: Entry, lastUse: UInt64)] = [:]
+        var entries: [String: (entry: Entry, lastUse: UInt64, cost: Int)] = [:]
         var bytes = 0
         var tick: UInt64 = 0
     }
@@ -72,7 +85,7 @@ public final class ResponseCache: Sendable {
             guard let found = state.entries[key] else { return nil }
             if now.timeIntervalSince(found.entry.created) > lifetime {
                 state.entries[key] = nil
-                state.bytes -= found.entry.body.count
+                state.bytes -= found.cost
                 return nil
             }
             state.tick += 1
@@ -83,16 +96,20 @@ public final class ResponseCache: Sendable {
 
     /// Stores `entry`; skipped when larger than a quarter of the limit.
     public func store(_ entry: Entry, for key: String) {
-        guard entry.body.count <= limit / 4 else { return }
+        let cost = Self.cost(of: entry, key: key)
+        guard cost <= limit / 4 else { return }
         state.withLock { state in
-            if let old = state.entries[key] { state.bytes -= old.entry.body.count }
+            if let old = state.entries[key] { state.bytes -= old.cost }
             state.tick += 1
-            state.entries[key] = (entry, state.tick)
-            state.bytes += entry.body.count
+            state.entries[key] = (entry, state.tick, cost)
+            state.bytes += cost
             while state.bytes > limit, let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
                 state.entries[oldest.key] = nil
-                state.bytes -= oldest.value.entry.body.count
+                state.bytes -= oldest.value.cost
             }
         }
     }
+
+    /// What the entries held now count for (see ``cost(of:key:)``); never more than the limit.
+    var heldBytes: Int { state.withLock { $0.bytes } }
 }

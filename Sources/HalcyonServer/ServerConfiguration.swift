@@ -77,7 +77,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// Decoded processed images kept in memory, MiB, for requests that differ only in
     /// output format or quality. Default 0: none (results are kept encoded instead).
     public var memoryCacheMegabytes = 0
-    /// Encoded responses kept in memory, MiB. Default 16.
+    /// Encoded responses kept in memory, MiB (bodies, keys and headers). Default 16.
     public var responseCacheMegabytes = 16
     /// Shared result storage for a fleet, `redis://[[user]:password@]host[:port][/db]`; nil: none.
     /// Results computed by any node are written there and read on local misses.

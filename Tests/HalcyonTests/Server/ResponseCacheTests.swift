@@ -1,0 +1,49 @@
+import Foundation
+@testable import HalcyonServer
+import NIOCore
+import Testing
+
+/// The server's response cache: one copy of each body, a limit that counts what entries really hold, HTTP dates.
+@Suite("Server: response cache")
+struct ResponseCacheTests {
+    static func entry(_ size: Int, seed: UInt8 = 1) -> ResponseCache.Entry {
+        ResponseCache.Entry(body: Data((0..<size).map { UInt8(truncatingIfNeeded: $0) &+ seed }), contentType: "image/jpeg", etag: "\"e\(seed)\"")
+    }
+
+    @Test("An entry's Data and ByteBuffer share one copy of the body")
+    func oneCopy() {
+        let entry = Self.entry(50_000)
+        let dataStart = entry.body.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        let bufferStart = entry.buffer.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) }
+        #expect(dataStart == bufferStart)
+        #expect(entry.body == Data(entry.buffer.readableBytesView))
+    }
+
+    @Test("Bodies and keys together stay inside the limit; the newest entries stay")
+    func limitCountsKeys() {
+        let cache = ResponseCache(limit: 64 * 1024, lifetime: 300)
+        let longKey = String(repeating: "k", count: 1024)
+        for index in 0..<100 {
+            cache.store(Self.entry(1024, seed: UInt8(index)), for: "\(index)" + longKey)
+        }
+        let held = (0..<100).filter { cache.value(for: "\($0)" + longKey) != nil }
+        let bytes = held.reduce(0) { $0 + 1024 + ("\($1)" + longKey).utf8.count }
+        #expect(bytes <= 64 * 1024, "\(held.count) entries hold \(bytes) bytes of bodies and keys")
+        #expect(held.contains(99) && !held.contains(0))
+        #expect(cache.heldBytes <= 64 * 1024)
+    }
+
+    @Test("HTTP dates match the IMF-fixdate a POSIX DateFormatter makes")
+    func httpDates() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var generator = SystemRandomNumberGenerator()
+        let dates = [0, 951_782_400, 1_709_164_799, 4_102_444_799].map { Date(timeIntervalSince1970: $0) }
+            + (0..<500).map { _ in Date(timeIntervalSince1970: Double(generator.next() % 4_102_444_800) + 0.75) }
+        for date in dates {
+            #expect(ResponseCache.httpDate(date) == formatter.string(from: date), "\(date.timeIntervalSince1970)")
+        }
+    }
+}
