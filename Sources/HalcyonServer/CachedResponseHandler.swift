@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import HummingbirdCore
 import NIOCore
@@ -9,9 +10,12 @@ import NIOHTTPTypes
 /// two task switches and the middleware chain.
 ///
 /// It answers only a bodiless `GET` or `HEAD` without `Connection: close`,
-/// and only when no earlier request on the connection is still being
-/// answered by the router (so pipelined answers keep their order). Every other
-/// request, and every miss, goes on to Hummingbird unchanged, where
+/// only when no earlier request on the connection is still being answered
+/// by the router (so pipelined answers keep their order), only while the
+/// connection takes writes (a client that does not read gets Hummingbird's
+/// backpressure, not a growing write queue), and never after a request asked
+/// to close the connection. Every other request, and every miss, goes on to
+/// Hummingbird unchanged, where
 /// ``CachedResponseMiddleware`` gives the same answer. A hit is counted and
 /// logged as the request log middleware does. Safe for the same reason as
 /// that middleware: an entry exists only under a path that passed the
@@ -29,6 +33,10 @@ final class CachedResponseHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Dropping the rest of a request answered here (its `.end`).
     private var answering = false
     private var needsFlush = false
+    /// A request asked to close the connection, or its output is closed: nothing more is answered here.
+    private var closing = false
+    /// `Date` for the current second, made once per second.
+    private var date: (second: Int, text: String) = (-1, "")
 
     init(service: ImageService, log: RequestLogMiddleware) {
         self.service = service
@@ -39,13 +47,14 @@ final class CachedResponseHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch unwrapInboundIn(data) {
         case .head(let head):
             let path = URI(head.path ?? "/").path
-            if forwarded == 0, let answer = answer(head, path: path) {
+            if forwarded == 0, !closing, context.channel.isWritable, let answer = answer(head, path: path) {
                 write(answer, for: head, path: path, context: context)
                 answering = true
                 return
             }
             answering = false
             forwarded += 1
+            if Self.asksToClose(head) { closing = true }
         case .body, .end:
             if answering { return }
         }
@@ -60,6 +69,11 @@ final class CachedResponseHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.fireChannelReadComplete()
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .outputClosed = event as? ChannelEvent { closing = true }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) { forwarded = max(0, forwarded - 1) }
         context.write(data, promise: promise)
@@ -67,15 +81,29 @@ final class CachedResponseHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// The cached answer for `head`, when this handler may give it.
     private func answer(_ head: HTTPRequest, path: String) -> CachedAnswer? {
-        guard head.method == .get || head.method == .head,
-              !(head.headerFields[.connection]?.lowercased().contains("close") ?? false) else { return nil }
+        guard head.method == .get || head.method == .head, !Self.asksToClose(head) else { return nil }
         return service.cachedAnswer(path: path, headers: head.headerFields)
+    }
+
+    /// Whether `head` has `Connection: close`.
+    private static func asksToClose(_ head: HTTPRequest) -> Bool {
+        head.headerFields[.connection]?.lowercased().contains("close") ?? false
+    }
+
+    /// The `Date` header's value now, as Hummingbird sends it on routed answers.
+    private func dateNow() -> String {
+        let now = Date()
+        let second = Int(now.timeIntervalSince1970)
+        if second != date.second { date = (second, ResponseCache.httpDate(now)) }
+        return date.text
     }
 
     /// Writes `answer` (no body for `HEAD`); the flush comes at the end of the read.
     private func write(_ answer: CachedAnswer, for head: HTTPRequest, path: String, context: ChannelHandlerContext) {
         let start = ContinuousClock.now
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: answer.status, headerFields: answer.headers))), promise: nil)
+        var headers = answer.headers
+        headers[.date] = dateNow()
+        context.write(wrapOutboundOut(.head(HTTPResponse(status: answer.status, headerFields: headers))), promise: nil)
         if let body = answer.body, head.method != .head {
             context.write(wrapOutboundOut(.body(body)), promise: nil)
         }

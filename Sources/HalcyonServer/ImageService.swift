@@ -322,6 +322,8 @@ public final class ImageService: Sendable {
     func cachedAnswer(path: String, headers: HTTPFields) -> CachedAnswer? {
         guard headers[.contentLength] == nil, headers[.transferEncoding] == nil,
               let entry = responses.value(for: Self.responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
+        // An expired URL is refused by the image handler, never answered from the cache.
+        if let expires = entry.expires, Double(expires) < Date().timeIntervalSince1970 { return nil }
         metrics.cache("response")
         return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch])
     }
@@ -341,6 +343,7 @@ public final class ImageService: Sendable {
         _ entry: ResponseCache.Entry, rawKey: String, request: Request, varyAccept: Bool, options: ProcessingOptions
     ) -> Response {
         var entry = entry
+        entry.expires = options.expires
         var headers = HTTPFields()
         if options.filename != nil || options.attachment {
             headers[.contentDisposition] = Self.contentDisposition(options, contentType: entry.contentType)

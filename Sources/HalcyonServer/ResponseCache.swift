@@ -31,6 +31,8 @@ public final class ResponseCache: Sendable {
         public var headers = HTTPFields()
         /// The headers of a 200: ``headers`` plus content type and length.
         public var fullHeaders = HTTPFields()
+        /// The URL's `exp:` (Unix time) when it has one: after it, the entry answers nothing (the request is refused).
+        public var expires: Int?
 
         /// Makes an entry made now.
         public init(body: Data, contentType: String, etag: String, created: Date = Date()) {
@@ -45,22 +47,26 @@ public final class ResponseCache: Sendable {
     }
 
     /// An HTTP date (RFC 9110 IMF-fixdate), formatted by hand: no `DateFormatter`, so no ICU, per entry.
+    ///
+    /// Dates before 1970 or after 9999 (or not finite, as a damaged stored entry may carry) are clamped to that range.
     public static func httpDate(_ date: Date) -> String {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        let interval = date.timeIntervalSince1970
+        let clamped = interval.isFinite ? min(max(interval, 0), 253_402_300_799) : 0
+        var seconds = time_t(clamped.rounded(.down))
         var fields = tm()
         guard gmtime_r(&seconds, &fields) != nil else { return "Thu, 01 Jan 1970 00:00:00 GMT" }
         let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let year = String(fields.tm_year + 1900)
+        let year = String(Int(fields.tm_year) + 1900)
         return "\(days[Int(fields.tm_wday) % 7]), \(two(fields.tm_mday)) \(months[Int(fields.tm_mon) % 12]) \(year) "
             + "\(two(fields.tm_hour)):\(two(fields.tm_min)):\(two(fields.tm_sec)) GMT"
     }
 
-    /// What an entry is counted as against the limit: its body, its key, and 1 KiB for its two header sets and
-    /// the bookkeeping (about what they take for a typical entry).
+    /// What an entry is counted as against the limit: the storage of its body (a buffer's capacity can exceed
+    /// the body), its key, and 1 KiB for its two header sets and the bookkeeping (about what they take).
     static func cost(of entry: Entry, key: String) -> Int {
-        entry.buffer.readableBytes + key.utf8.count + 1024
+        max(entry.buffer.capacity, entry.buffer.readableBytes) + key.utf8.count + 1024
     }
 
     private struct State {

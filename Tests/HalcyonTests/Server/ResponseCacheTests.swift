@@ -46,4 +46,15 @@ struct ResponseCacheTests {
             #expect(ResponseCache.httpDate(date) == formatter.string(from: date), "\(date.timeIntervalSince1970)")
         }
     }
+
+    @Test("Dates a damaged entry could carry give a well-formed HTTP date, never a trap")
+    func oddDates() {
+        let odd: [Double] = [.nan, .infinity, -.infinity, -1e300, 1e300, -1, 1e12, Double(Int64.max)]
+        for value in odd {
+            let text = ResponseCache.httpDate(Date(timeIntervalSince1970: value))
+            #expect(text.count == 29 && text.hasSuffix(" GMT"), "\(value): \(text)")
+        }
+        #expect(ResponseCache.httpDate(Date(timeIntervalSince1970: .nan)) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        #expect(ResponseCache.httpDate(Date(timeIntervalSince1970: 1e300)) == "Fri, 31 Dec 9999 23:59:59 GMT")
+    }
 }

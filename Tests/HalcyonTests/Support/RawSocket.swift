@@ -71,3 +71,14 @@ final class RawSocket {
         }
     }
 }
+
+/// A socket is used by one task at a time; ``offThePool(_:)`` hands it to a thread and back.
+extension RawSocket: @unchecked Sendable {}
+
+/// Runs blocking socket work on a thread of its own, so it never holds one of Swift's cooperative threads: the
+/// server under test runs its handlers on them, and tests run in parallel.
+func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}
