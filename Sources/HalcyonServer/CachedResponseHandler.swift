@@ -46,8 +46,9 @@ final class CachedResponseHandler: ChannelDuplexHandler, RemovableChannelHandler
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            let path = URI(head.path ?? "/").path
-            if forwarded == 0, !closing, context.channel.isWritable, let answer = answer(head, path: path) {
+            // The path is parsed only when this handler may answer; Hummingbird parses its own.
+            if forwarded == 0, !closing, context.channel.isWritable, case let path = URI(head.path ?? "/").path,
+               let answer = answer(head, path: path) {
                 write(answer, for: head, path: path, context: context)
                 answering = true
                 return

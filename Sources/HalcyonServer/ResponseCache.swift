@@ -46,6 +46,9 @@ public final class ResponseCache: Sendable {
         }
     }
 
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
     /// An HTTP date (RFC 9110 IMF-fixdate), formatted by hand: no `DateFormatter`, so no ICU, per entry.
     ///
     /// Dates before 1970 or after 9999 (or not finite, as a damaged stored entry may carry) are clamped to that range.
@@ -55,18 +58,16 @@ public final class ResponseCache: Sendable {
         var seconds = time_t(clamped.rounded(.down))
         var fields = tm()
         guard gmtime_r(&seconds, &fields) != nil else { return "Thu, 01 Jan 1970 00:00:00 GMT" }
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let year = String(Int(fields.tm_year) + 1900)
-        return "\(days[Int(fields.tm_wday) % 7]), \(two(fields.tm_mday)) \(months[Int(fields.tm_mon) % 12]) \(year) "
+        return "\(weekdays[Int(fields.tm_wday) % 7]), \(two(fields.tm_mday)) \(months[Int(fields.tm_mon) % 12]) \(year) "
             + "\(two(fields.tm_hour)):\(two(fields.tm_min)):\(two(fields.tm_sec)) GMT"
     }
 
     /// What an entry is counted as against the limit: the storage of its body (a buffer's capacity can exceed
     /// the body), its key, and 1 KiB for its two header sets and the bookkeeping (about what they take).
     static func cost(of entry: Entry, key: String) -> Int {
-        max(entry.buffer.capacity, entry.buffer.readableBytes) + key.utf8.count + 1024
+        entry.buffer.capacity + key.utf8.count + 1024
     }
 
     private struct State {
