@@ -111,7 +111,7 @@ final class CachedResponseHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         needsFlush = true
         log.log(method: head.method, path: path, status: Int(answer.status.code),
-                bytes: answer.headers[.contentLength], elapsed: ContinuousClock.now - start,
+                bytes: answer.body.map { String($0.readableBytes) }, elapsed: ContinuousClock.now - start,
                 route: "image", cacheTier: "response", errorCode: nil)
     }
 }

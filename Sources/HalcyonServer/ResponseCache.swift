@@ -88,15 +88,17 @@ public final class ResponseCache: Sendable {
 
     /// The entry for `key`, if fresh.
     public func value(for key: String, now: Date = Date()) -> Entry? {
+        // One hash of the key under the lock: the index serves the read and the use stamp.
         state.withLock { state in
-            guard let found = state.entries[key] else { return nil }
+            guard let index = state.entries.index(forKey: key) else { return nil }
+            let found = state.entries.values[index]
             if now.timeIntervalSince(found.entry.created) > lifetime {
-                state.entries[key] = nil
+                state.entries.remove(at: index)
                 state.bytes -= found.cost
                 return nil
             }
             state.tick += 1
-            state.entries[key]?.lastUse = state.tick
+            state.entries.values[index].lastUse = state.tick
             return found.entry
         }
     }

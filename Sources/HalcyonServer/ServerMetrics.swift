@@ -19,6 +19,10 @@ public final class ServerMetrics: Sendable {
     private let totalTimer: CoreMetrics.Timer
     /// Counters by name and label values, made once: a request touches the registry's lookup only the first time.
     private let counters = Locked<[String: CoreMetrics.Counter]>([:])
+    /// The counters every response cache hit touches, made up front: a hit builds no key and takes no lock for them.
+    private let imageOK: CoreMetrics.Counter
+    private let imageNotModified: CoreMetrics.Counter
+    private let responseTier: CoreMetrics.Counter
 
     /// Makes metrics on a fresh registry.
     public init() {
@@ -33,10 +37,15 @@ public final class ServerMetrics: Sendable {
         downloadTimer = Timer(label: "halcyon_download_duration_seconds", factory: factory)
         processingTimer = Timer(label: "halcyon_processing_duration_seconds", factory: factory)
         totalTimer = Timer(label: "halcyon_request_duration_seconds", factory: factory)
+        imageOK = Counter(label: "halcyon_requests_total", dimensions: [("route", "image"), ("status", "200")], factory: factory)
+        imageNotModified = Counter(label: "halcyon_requests_total", dimensions: [("route", "image"), ("status", "304")], factory: factory)
+        responseTier = Counter(label: "halcyon_cache_results_total", dimensions: [("type", "response")], factory: factory)
     }
 
     /// Counts a finished request by route and status.
     public func request(route: String, status: Int) {
+        if route == "image", status == 200 { return imageOK.increment() }
+        if route == "image", status == 304 { return imageNotModified.increment() }
         counter("halcyon_requests_total", [("route", route), ("status", String(status))]).increment()
     }
 
@@ -47,6 +56,7 @@ public final class ServerMetrics: Sendable {
 
     /// Counts where a processed image came from: memory, disk, none (loaded), response (encoded bytes reused), or a shared tier by name (redis).
     public func cache(_ kind: String) {
+        if kind == "response" { return responseTier.increment() }
         counter("halcyon_cache_results_total", [("type", kind)]).increment()
     }
 
