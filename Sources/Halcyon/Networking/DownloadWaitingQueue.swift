@@ -71,10 +71,12 @@ struct DownloadWaitingQueue {
 
     // MARK: - Heap
 
-    /// Whether `a` starts before `b`.
-    private func precedes(_ a: Entry, _ b: Entry) -> Bool {
-        if a.priority != b.priority { return a.priority > b.priority }
-        return lifo ? a.sequence > b.sequence : a.sequence < b.sequence
+    /// Whether the entry at `a` starts before the one at `b`; reads their fields in place (no entry is copied, no task retained).
+    private func precedes(_ a: Int, _ b: Int) -> Bool {
+        let (priorityA, priorityB) = (heap[a].priority, heap[b].priority)
+        if priorityA != priorityB { return priorityA > priorityB }
+        let (sequenceA, sequenceB) = (heap[a].sequence, heap[b].sequence)
+        return lifo ? sequenceA > sequenceB : sequenceA < sequenceB
     }
 
     private mutating func push(_ entry: Entry) {
@@ -82,7 +84,7 @@ struct DownloadWaitingQueue {
         var child = heap.count - 1
         while child > 0 {
             let parent = (child - 1) / 2
-            guard precedes(heap[child], heap[parent]) else { break }
+            guard precedes(child, parent) else { break }
             heap.swapAt(child, parent)
             child = parent
         }
@@ -100,8 +102,8 @@ struct DownloadWaitingQueue {
         while true {
             let left = 2 * parent + 1, right = left + 1
             var first = parent
-            if left < heap.count, precedes(heap[left], heap[first]) { first = left }
-            if right < heap.count, precedes(heap[right], heap[first]) { first = right }
+            if left < heap.count, precedes(left, first) { first = left }
+            if right < heap.count, precedes(right, first) { first = right }
             guard first != parent else { return }
             heap.swapAt(parent, first)
             parent = first

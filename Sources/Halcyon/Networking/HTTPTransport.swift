@@ -214,9 +214,7 @@ struct HTTPTransport: Sendable {
         expectedTotal: Int?
     ) async throws -> BodyAccumulator {
         let url = task.url
-        // Chunks are kept as received and joined once at the end: a body that
-        // arrived in one read becomes Data without a copy.
-        var body = BodyAccumulator(prefix: prefix)
+        var body = BodyAccumulator(prefix: prefix, expectedTotal: expectedTotal)
         let validator = ResumableDataStore.validator(for: head)
         do {
             for try await buffer in stream {
@@ -284,11 +282,7 @@ struct HTTPTransport: Sendable {
     }
 
     private static func head(of response: HTTPClientResponse, url: URL) -> ImageDownloadResponse {
-        var headers: [String: String] = [:]
-        for (name, value) in response.headers {
-            headers[name] = headers[name].map { "\($0), \(value)" } ?? value
-        }
-        return ImageDownloadResponse(url: url, statusCode: Int(response.status.code), headers: headers)
+        ImageDownloadResponse(url: url, statusCode: Int(response.status.code), fields: response.headers.lazy.map { ($0.name, $0.value) })
     }
 
     /// Turns a transport error into a ``HalcyonError`` with the URL and the cause.
@@ -318,35 +312,70 @@ struct HTTPTransport: Sendable {
 
 // MARK: - Body
 
-/// The bytes of a body as they arrive, joined into one `Data` at the end.
+/// The bytes of a body as they arrive, gathered into one `Data`.
+///
+/// A body that arrives in one read is kept as that read's buffer and becomes
+/// `Data` without a copy. From the second chunk on, the bytes are copied as
+/// they arrive into one `Data` sized for the announced length, so each read
+/// buffer is released at once (the channel's pooled receive buffer is reused,
+/// not reallocated) and nothing is joined at the end.
 struct BodyAccumulator {
-    private let prefix: Data
-    private var chunks: [ByteBuffer] = []
+    /// How far beyond the bytes received an announced length may size the storage.
+    static let lookahead = 4 * 1024 * 1024
+    /// The only chunk so far, as it was read.
+    private var first: ByteBuffer?
+    /// Every byte so far, once there was more than one piece.
+    private var gathered: Data?
+    private let expected: Int?
     /// Bytes so far, prefix included.
     private(set) var count: Int
 
-    init(prefix: Data) {
-        self.prefix = prefix
-        self.count = prefix.count
+    /// An accumulator starting with `prefix` (a resumed body), expecting `expectedTotal` bytes in all when known.
+    init(prefix: Data, expectedTotal: Int? = nil) {
+        expected = expectedTotal
+        count = prefix.count
+        if !prefix.isEmpty {
+            var start = Data(capacity: Self.capacity(arrived: prefix.count, expected: expectedTotal))
+            start.append(prefix)
+            gathered = start
+        }
     }
 
-    mutating func append(_ buffer: ByteBuffer) {
-        guard buffer.readableBytes > 0 else { return }
-        count += buffer.readableBytes
-        chunks.append(buffer)
+    mutating func append(_ chunk: ByteBuffer) {
+        guard chunk.readableBytes > 0 else { return }
+        count += chunk.readableBytes
+        if var data = gathered {
+            gathered = nil
+            Self.copy(chunk, to: &data)
+            gathered = data
+            return
+        }
+        guard let only = first else {
+            first = chunk
+            return
+        }
+        first = nil
+        var data = Data(capacity: Self.capacity(arrived: only.readableBytes + chunk.readableBytes, expected: expected))
+        Self.copy(only, to: &data)
+        Self.copy(chunk, to: &data)
+        gathered = data
     }
 
-    /// The whole body; without a copy when it is a single chunk.
+    /// The whole body.
     func joined() -> Data {
-        if prefix.isEmpty, chunks.count == 1, let only = chunks.first {
-            return Data(buffer: only, byteTransferStrategy: .noCopy)
-        }
-        var data = Data(capacity: count)
-        data.append(prefix)
-        for chunk in chunks {
-            chunk.withUnsafeReadableBytes { data.append($0.bindMemory(to: UInt8.self)) }
-        }
-        return data
+        if let gathered { return gathered }
+        return first.map { Data(buffer: $0, byteTransferStrategy: .noCopy) } ?? Data()
+    }
+
+    /// The storage to reserve once `arrived` bytes are in: the announced length, but at most `lookahead` beyond
+    /// what arrived (a length alone does not buy memory); twice what arrived without one. Past it, appends
+    /// grow the storage geometrically.
+    static func capacity(arrived: Int, expected: Int?) -> Int {
+        expected.map { min(max($0, arrived), arrived + lookahead) } ?? 2 * arrived
+    }
+
+    private static func copy(_ chunk: ByteBuffer, to data: inout Data) {
+        chunk.withUnsafeReadableBytes { data.append($0.bindMemory(to: UInt8.self)) }
     }
 }
 

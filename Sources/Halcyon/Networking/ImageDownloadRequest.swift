@@ -54,8 +54,15 @@ public struct ImageDownloadRequest: Sendable, Hashable {
     /// plus the header fields that change the answer (conditional and range
     /// validators, credentials), so a revalidation never answers a plain request with a 304.
     var coalescingKey: String {
-        let varying = ["If-None-Match", "If-Modified-Since", "Range", "If-Range", "Authorization"]
-            .map { value(forHTTPHeaderField: $0) ?? "" }
-        return ([url.absoluteString] + varying).joined(separator: "\n")
+        var key = url.absoluteString
+        // Without header fields (the common case) there is nothing to look up.
+        for name in Self.varyingFields {
+            key += "\n"
+            if !fields.isEmpty, let value = value(forHTTPHeaderField: name) { key += value }
+        }
+        return key
     }
+
+    /// The header fields that make two requests for one URL different downloads.
+    private static let varyingFields = ["If-None-Match", "If-Modified-Since", "Range", "If-Range", "Authorization"]
 }

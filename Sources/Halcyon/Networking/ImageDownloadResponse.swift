@@ -14,10 +14,15 @@ public struct ImageDownloadResponse: Sendable {
 
     /// Makes a response head; header names are lowercased.
     public init(url: URL, statusCode: Int, headers: [String: String]) {
+        self.init(url: url, statusCode: statusCode, fields: headers.lazy.map { ($0.key, $0.value) })
+    }
+
+    /// A response from header fields as received: names are lowercased, repeated fields joined with ", ".
+    init<Fields: Sequence<(String, String)>>(url: URL, statusCode: Int, fields: Fields) {
         self.url = url
         self.statusCode = statusCode
         var lowercased: [String: String] = [:]
-        for (name, value) in headers {
+        for (name, value) in fields {
             let key = name.lowercased()
             lowercased[key] = lowercased[key].map { "\($0), \(value)" } ?? value
         }

@@ -312,7 +312,7 @@ public final class ImageDownloader: Sendable {
     /// Forgets a task whose last caller cancelled.
     private func abandon(_ task: SessionDataTask) {
         state.withLock { state in
-            if state.tasks[task.key] === task { state.tasks[task.key] = nil }
+            Self.forget(task, in: &state)
             state.waiting.remove(task)
         }
     }
@@ -321,6 +321,13 @@ public final class ImageDownloader: Sendable {
     private func reprioritize(_ task: SessionDataTask) {
         state.withLock { state in
             state.waiting.setPriority(task.priority, for: task)
+        }
+    }
+
+    /// Removes `task` from the running tasks when its key still names it; the key is hashed once.
+    private static func forget(_ task: SessionDataTask, in state: inout State) {
+        if let index = state.tasks.index(forKey: task.key), state.tasks.values[index] === task {
+            state.tasks.remove(at: index)
         }
     }
 
@@ -351,7 +358,7 @@ public final class ImageDownloader: Sendable {
         let fetched = await fetch(task, delegate: delegate)
         let callbacks = task.complete()
         let ready = state.withLock { state -> [SessionDataTask] in
-            if state.tasks[task.key] === task { state.tasks[task.key] = nil }
+            Self.forget(task, in: &state)
             state.running -= 1
             return Self.dequeueReady(&state)
         }

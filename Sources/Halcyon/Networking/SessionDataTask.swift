@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Carries what a downloaded HTTP body became for one callback.
 struct DownloadPayload: Sendable {
@@ -27,11 +28,26 @@ public final class SessionDataTask: Sendable {
     private let onAbandoned: @Sendable (SessionDataTask) -> Void
     private let onPriorityChanged: @Sendable (SessionDataTask) -> Void
     private let state = Locked(State())
+    /// Which per-chunk work any caller ever asked for (``Observers``); read per body chunk without the lock.
+    private let observers = Atomic<UInt8>(0)
 
-    struct Callback: Sendable {
+    /// Bits of ``observers``: a set bit stays set once a caller that wants it joined.
+    private enum Observers {
+        static let progress: UInt8 = 1
+        static let data: UInt8 = 2
+    }
+
+    /// One caller's options and completion; a class, so the lists that hold it copy one reference, not the options.
+    final class Callback: Sendable {
         let options: DownloadOptions
         let decode: Bool
         let completion: @Sendable (Result<DownloadPayload, HalcyonError>) -> Void
+
+        init(options: DownloadOptions, decode: Bool, completion: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void) {
+            self.options = options
+            self.decode = decode
+            self.completion = completion
+        }
 
         func deliver(_ result: Result<DownloadPayload, HalcyonError>) {
             let completion = self.completion
@@ -119,6 +135,10 @@ public final class SessionDataTask: Sendable {
             let id = state.nextID
             state.nextID += 1
             state.callbacks.append((id, callback, callback.options.downloadPriority, nil))
+            var wanted: UInt8 = 0
+            if callback.options.progressBlock != nil { wanted |= Observers.progress }
+            if !callback.options.dataReceivers.isEmpty { wanted |= Observers.data }
+            if wanted != 0 { observers.bitwiseOr(wanted, ordering: .relaxed) }
             return CancelToken(id: id, task: self)
         }
     }
@@ -191,7 +211,10 @@ public final class SessionDataTask: Sendable {
     }
 
     /// Whether any caller has `.onDataReceived` side effects (the transport copies chunks only then).
-    var hasDataReceivers: Bool { state.withLock { $0.callbacks.contains { !$0.callback.options.dataReceivers.isEmpty } } }
+    var hasDataReceivers: Bool {
+        guard observers.load(ordering: .relaxed) & Observers.data != 0 else { return false }
+        return state.withLock { $0.callbacks.contains { !$0.callback.options.dataReceivers.isEmpty } }
+    }
 
     /// Gives a body chunk to every caller's side effects that want it now.
     func reportData(_ chunk: Data) {
@@ -203,6 +226,7 @@ public final class SessionDataTask: Sendable {
 
     /// Sends progress to every caller that asked for it.
     func reportProgress(received: Int, expected: Int?) {
+        guard observers.load(ordering: .relaxed) & Observers.progress != 0 else { return }
         let blocks = state.withLock { state in
             state.callbacks.compactMap { entry -> (DownloadProgressBlock, CallbackQueue)? in
                 guard let block = entry.callback.options.progressBlock else { return nil }
