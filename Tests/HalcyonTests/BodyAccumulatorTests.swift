@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import Testing
 @testable import Halcyon
@@ -58,5 +61,28 @@ import Testing
         for chunk in Self.chunks(Self.bytes(3_000, seed: 4), size: 1_000) { accumulator.append(chunk) }
         #expect(accumulator.count == 3_100)
         #expect(accumulator.joined() == Data(Self.bytes(100, seed: 5) + Self.bytes(3_000, seed: 4)))
+    }
+
+    /// The size of the heap block holding `data`'s bytes (glibc's `malloc_usable_size`, which Swift's Glibc module does not export).
+    static func blockSize(_ data: Data) -> Int {
+        typealias UsableSize = @convention(c) (UnsafeMutableRawPointer?) -> Int
+        guard let symbol = dlsym(nil, "malloc_usable_size") else { return Int.max }
+        let usableSize = unsafeBitCast(symbol, to: UsableSize.self)
+        return data.withUnsafeBytes { usableSize(UnsafeMutableRawPointer(mutating: $0.baseAddress)) }
+    }
+
+    @Test("A body that does not fill what its length reserved (a partial one, kept to resume) holds only its bytes")
+    func partialBodyHoldsItsBytes() {
+        var partial = BodyAccumulator(prefix: Data(), expectedTotal: 64 * 1024 * 1024)
+        for chunk in Self.chunks(Self.bytes(2_048, seed: 7), size: 1_024) { partial.append(chunk) }
+        let kept = partial.joined()
+        #expect(kept == Data(Self.bytes(2_048, seed: 7)))
+        #expect(Self.blockSize(kept) < 2_048 + 4_096, "a 2 KiB partial body holds \(Self.blockSize(kept)) bytes")
+        var unannounced = BodyAccumulator(prefix: Data())
+        for chunk in Self.chunks(Self.bytes(300_000, seed: 8), size: 16_384) { unannounced.append(chunk) }
+        #expect(Self.blockSize(unannounced.joined()) < 300_000 + 8_192)
+        var complete = BodyAccumulator(prefix: Data(), expectedTotal: 300_000)
+        for chunk in Self.chunks(Self.bytes(300_000, seed: 8), size: 16_384) { complete.append(chunk) }
+        #expect(Self.blockSize(complete.joined()) < 300_000 + 8_192)
     }
 }

@@ -326,6 +326,8 @@ struct BodyAccumulator {
     private var first: ByteBuffer?
     /// Every byte so far, once there was more than one piece.
     private var gathered: Data?
+    /// The capacity `gathered` was made with; the body fills it exactly when it is as long as announced.
+    private var reserved = 0
     private let expected: Int?
     /// Bytes so far, prefix included.
     private(set) var count: Int
@@ -335,7 +337,8 @@ struct BodyAccumulator {
         expected = expectedTotal
         count = prefix.count
         if !prefix.isEmpty {
-            var start = Data(capacity: Self.capacity(arrived: prefix.count, expected: expectedTotal))
+            reserved = Self.capacity(arrived: prefix.count, expected: expectedTotal)
+            var start = Data(capacity: reserved)
             start.append(prefix)
             gathered = start
         }
@@ -355,15 +358,20 @@ struct BodyAccumulator {
             return
         }
         first = nil
-        var data = Data(capacity: Self.capacity(arrived: only.readableBytes + chunk.readableBytes, expected: expected))
+        reserved = Self.capacity(arrived: only.readableBytes + chunk.readableBytes, expected: expected)
+        var data = Data(capacity: reserved)
         Self.copy(only, to: &data)
         Self.copy(chunk, to: &data)
         gathered = data
     }
 
-    /// The whole body.
+    /// The whole body, holding no more memory than its bytes: when the gathered storage is not exactly full
+    /// (no length was announced, the body is not as long as announced, or it outgrew the reservation) the
+    /// bytes are copied into storage of their size.
     func joined() -> Data {
-        if let gathered { return gathered }
+        if let gathered {
+            return gathered.count == reserved ? gathered : gathered.withUnsafeBytes { Data($0) }
+        }
         return first.map { Data(buffer: $0, byteTransferStrategy: .noCopy) } ?? Data()
     }
 
