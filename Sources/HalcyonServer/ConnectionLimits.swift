@@ -79,7 +79,10 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
 /// Closes the connection when a request head does not arrive in time.
 ///
 /// The clock starts when the connection opens and again when a response
-/// ends; it stops when a request head has been decoded.
+/// ends; it stops when a request head has been decoded. One timer at a time
+/// checks the deadline: a response's end moves the deadline and a head clears
+/// it, so a busy keep-alive connection schedules a timer once per timeout,
+/// not once per request.
 final class HeaderTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -88,15 +91,21 @@ final class HeaderTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler 
 
     private let timeout: TimeAmount
     private var timer: Scheduled<Void>?
+    /// When the awaited request head is due; nil while none is awaited.
+    private var deadline: NIODeadline?
 
     init(timeout: TimeAmount) { self.timeout = timeout }
 
     func handlerAdded(context: ChannelHandlerContext) { arm(context) }
 
-    func handlerRemoved(context: ChannelHandlerContext) { disarm() }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline = nil
+        timer?.cancel()
+        timer = nil
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) { disarm() }
+        if case .head = unwrapInboundIn(data) { deadline = nil }
         context.fireChannelRead(data)
     }
 
@@ -105,17 +114,29 @@ final class HeaderTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler 
         context.write(data, promise: promise)
     }
 
+    /// Awaits a request head from now on; schedules the check unless one is pending (it fires no later than this deadline).
     private func arm(_ context: ChannelHandlerContext) {
-        disarm()
-        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(in: timeout) {
-            loopBound.value.close(promise: nil)
+        let due = NIODeadline.now() + timeout
+        deadline = due
+        if timer == nil { schedule(at: due, context) }
+    }
+
+    private func schedule(at due: NIODeadline, _ context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(deadline: due) {
+            loopBound.value.handler.check(loopBound.value.context)
         }
     }
 
-    private func disarm() {
-        timer?.cancel()
+    /// Closes the connection when the awaited head is overdue; checks again at a later deadline.
+    private func check(_ context: ChannelHandlerContext) {
         timer = nil
+        guard let deadline else { return }
+        if deadline <= .now() {
+            context.close(promise: nil)
+        } else {
+            schedule(at: deadline, context)
+        }
     }
 }
 

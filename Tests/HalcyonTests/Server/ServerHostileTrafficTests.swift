@@ -185,6 +185,33 @@ struct ServerHostileTrafficTests {
         await fixture.stop()
     }
 
+    @Test("after each response the next head is due within the header timeout: steady requests keep the connection, silence closes it")
+    func headerTimeoutBetweenRequests() async throws {
+        let fixture = try await ServerFixture.start { config in
+            config.headerTimeout = 0.5
+            config.idleTimeout = 30
+        }
+        defer { Task { await fixture.stop() } }
+        let socket = try #require(RawSocket(port: fixture.port))
+        // Six requests 0.3 s apart span 1.8 s, over three timeouts: each head comes in time after the answer before it.
+        let answered = await offThePool { () -> Int in
+            var count = 0
+            for index in 0..<6 {
+                if index > 0 { Thread.sleep(forTimeInterval: 0.3) }
+                guard socket.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n") else { break }
+                let reply = socket.receive(timeout: 2) { String(decoding: $0, as: UTF8.self).contains("\r\n\r\n") }
+                guard String(decoding: reply, as: UTF8.self).hasPrefix("HTTP/1.1 200") else { break }
+                count += 1
+            }
+            return count
+        }
+        #expect(answered == 6, "a connection sending heads in time was closed")
+        let start = Date()
+        #expect(await offThePool { socket.closedByPeer(within: 3) }, "a silent connection stayed open after its last answer")
+        #expect(Date().timeIntervalSince(start) >= 0.3, "closed before the header timeout")
+        await fixture.stop()
+    }
+
     @Test("/metrics can bind its own host")
     func metricsHost() async throws {
         let fixture = try await ServerFixture.start { config in
