@@ -518,8 +518,10 @@ int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t
 
 int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, size_t *length) {
     VipsImage *guarded = hc_cancel_guard(in);
+    /* The sub row filter: photographic rows deflate a quarter smaller than unfiltered ones (libvips' default) for no
+     * more time; trying every filter per row (libpng's adaptive choice) costs several times the encode. */
     int result = vips_pngsave_buffer(guarded, buffer, length, "compression", compression, "interlace",
-                               interlace, NULL);
+                               interlace, "filter", VIPS_FOREIGN_PNG_FILTER_SUB, NULL);
     g_object_unref(guarded);
     return result;
 }
