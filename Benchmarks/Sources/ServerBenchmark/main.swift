@@ -1,13 +1,17 @@
 // Server benchmark, in the shape of imgproxy's image-servers-benchmark, side by side in one run:
 //
-// - Uncached: `halcyon serve` (default settings) and thumbor 7 (2 processes, HTTP loader, PIL
-//   engine, no storage, no AUTO_WEBP) resize 21 generated photographic-looking sources
+// - Uncached: `halcyon serve` (default settings) and thumbor 7 (two single-process instances
+//   behind the nginx, `least_conn`, as thumbor is deployed; HTTP loader, PIL engine, no
+//   storage, no AUTO_WEBP) resize 21 generated photographic-looking sources
 //   (2–12 MP JPEG, PNG, WebP) fetched from a loopback nginx origin to fit 512×512: JPEG q80,
 //   PNG as PNG, WebP q75, AVIF q65 (from the JPEG sources). Every request has a distinct
 //   source path (`/c<cell>x<n>/<file>`, which nginx maps to the file), so no cache answers.
 //   Each cell (format × clients) runs wrk for BENCH_SECONDS (default 60) per side, the sides
 //   alternating which goes first; ROUNDS (default 1) repeats all cells and reports the spread.
-//   Peak RSS is per cell (reset through /proc/PID/clear_refs), summed over each process tree.
+//   Peak RSS is per cell (reset through /proc/PID/clear_refs), summed over each side's process trees;
+//   "cores" is req/s × CPU per request: a side that used much less than the machine's cores did not
+//   get the load spread over its workers. (`thumbor --processes 2` shares one listening socket:
+//   one process could accept every wrk connection and serve the whole cell on one core.)
 // - Output check: dimensions and PSNR of both servers' results against a `vips thumbnail` reference.
 // - Cached: one result served repeatedly by halcyon serve vs the same bytes from nginx.
 //
@@ -69,8 +73,9 @@ print("==> generating the source set in \(sourceFolder.path)")
 let sources = try SourceSet.make(in: sourceFolder, vips: vipsPath)
 for source in sources { print("    \(source.name) \(source.width)×\(source.height) \(source.bytes / 1024) KiB") }
 
-/// nginx config: the origin (any `/PREFIX/FILE` serves FILE) and the cached-bytes server.
-func nginxConfig(originPort: Int, cachedPort: Int, cachedRoot: URL) -> String {
+/// nginx config: the origin (any `/PREFIX/FILE` serves FILE), the cached-bytes server, and the front of the
+/// thumbor instances (each request to the one with the fewest in flight).
+func nginxConfig(originPort: Int, cachedPort: Int, cachedRoot: URL, thumborPort: Int, thumborInstances: [Int]) -> String {
     let user = getuid() == 0 ? "user root;\n" : ""
     return """
     \(user)worker_processes 1;
@@ -100,6 +105,20 @@ func nginxConfig(originPort: Int, cachedPort: Int, cachedRoot: URL) -> String {
         etag on;
         add_header Cache-Control "public, max-age=31536000";
       }
+      upstream thumbor {
+        least_conn;
+    \(thumborInstances.map { "    server 127.0.0.1:\($0);" }.joined(separator: "\n"))
+        keepalive 16;
+      }
+      server {
+        listen 127.0.0.1:\(thumborPort);
+        location / {
+          proxy_pass http://thumbor;
+          proxy_http_version 1.1;
+          proxy_set_header Connection "";
+          proxy_read_timeout 300s;
+        }
+      }
     }
     """
 }
@@ -107,7 +126,9 @@ let cachedRoot = work.appendingPathComponent("nginx-cached")
 try FileManager.default.createDirectory(at: cachedRoot, withIntermediateDirectories: true)
 for folder in [work, cachedRoot, sourceFolder] { chmod(folder.path, 0o755) }
 let originPort = freePort(), cachedPort = freePort()
-try nginxConfig(originPort: originPort, cachedPort: cachedPort, cachedRoot: cachedRoot)
+let halcyonPort = freePort(), thumborPort = freePort(), thumborInstancePorts = [freePort(), freePort()]
+try nginxConfig(originPort: originPort, cachedPort: cachedPort, cachedRoot: cachedRoot,
+                thumborPort: thumborPort, thumborInstances: thumborInstancePorts)
     .write(to: work.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
 let nginx = try start(nginxPath, ["-c", work.appendingPathComponent("nginx.conf").path, "-p", work.path],
                       log: work.appendingPathComponent("nginx.log"))
@@ -125,7 +146,6 @@ guard let (originStatus, _) = fetch("http://127.0.0.1:\(originPort)/c0x0/\(sourc
 
 // MARK: - The two servers
 
-let halcyonPort = freePort(), thumborPort = freePort()
 let halcyon = try start(CommandLine.arguments[0], ["--serve", String(halcyonPort), work.appendingPathComponent("halcyon-cache").path],
                         log: work.appendingPathComponent("halcyon.log"))
 defer { if halcyon.isRunning { terminateTree(halcyon) } }
@@ -140,10 +160,13 @@ WEBP_QUALITY = 75
 AVIF_QUALITY = 65
 ALLOW_UNSAFE_URL = True
 """.write(to: work.appendingPathComponent("thumbor.conf"), atomically: true, encoding: .utf8)
-let thumbor = try start(thumborPath, ["-p", String(thumborPort), "-i", "127.0.0.1", "-c", work.appendingPathComponent("thumbor.conf").path,
-                                      "-l", "error", "--processes", "2"], log: work.appendingPathComponent("thumbor.log"))
-defer { if thumbor.isRunning { terminateTree(thumbor) } }
-let servers = [halcyon, thumbor]
+let thumbors = try thumborInstancePorts.map { port in
+    try start(thumborPath, ["-p", String(port), "-i", "127.0.0.1", "-c", work.appendingPathComponent("thumbor.conf").path,
+                            "-l", "error", "--processes", "1"], log: work.appendingPathComponent("thumbor-\(port).log"))
+}
+defer { for thumbor in thumbors where thumbor.isRunning { terminateTree(thumbor) } }
+/// Each side's server processes: halcyon serve, and the thumbor instances.
+let servers = [[halcyon], thumbors]
 
 /// The path of one request to a side: the source `/c<cell>/<file>` on the origin, fit in 512×512, the format's quality.
 func requestPath(side: Int, format: String, cell: String, file: String) -> String {
@@ -163,10 +186,18 @@ func cellSources(for format: String) -> [SourceImage] {
     return sources.filter { $0.format == wanted }
 }
 
+// The instances first (nginx would answer 502 while one is starting), then each side's front.
+for port in thumborInstancePorts {
+    guard let (status, _) = fetch("http://127.0.0.1:\(port)/healthcheck"), status == 200 else {
+        let log = (try? String(contentsOf: work.appendingPathComponent("thumbor-\(port).log"), encoding: .utf8)) ?? ""
+        fail("thumbor on port \(port) did not answer; its log:\n\(log)", servers: servers.flatMap { $0 })
+    }
+}
 for side in 0..<2 {
     guard let (status, _) = fetch(bases[side] + requestPath(side: side, format: "jpeg", cell: "warm", file: sources[0].name)), status == 200 else {
-        let log = (try? String(contentsOf: work.appendingPathComponent(side == 0 ? "halcyon.log" : "thumbor.log"), encoding: .utf8)) ?? ""
-        fail("\(sides[side]) did not answer; its log:\n\(log)", servers: servers)
+        let logName = side == 0 ? "halcyon.log" : "thumbor-\(thumborInstancePorts[0]).log"
+        let log = (try? String(contentsOf: work.appendingPathComponent(logName), encoding: .utf8)) ?? ""
+        fail("\(sides[side]) did not answer; its log:\n\(log)", servers: servers.flatMap { $0 })
     }
 }
 
@@ -219,15 +250,16 @@ for round in 0..<rounds {
         for side in order {
             let cell = cells[index]
             let script = try cellScript(side: side, format: cell.format, cell: "c\(cellNumber)")
-            resetPeakRSS(of: servers[side].processIdentifier)
-            let cpuBefore = cpuSeconds(of: servers[side].processIdentifier)
+            let pids = servers[side].map(\.processIdentifier)
+            pids.forEach(resetPeakRSS(of:))
+            let cpuBefore = pids.map(cpuSeconds(of:)).reduce(0, +)
             let result = try wrk(wrkPath, url: bases[side], threads: min(2, cell.clients), connections: cell.clients, seconds: seconds, script: script)
-            let rss = peakRSS(of: servers[side].processIdentifier)
-            let cpu = 1000 * (cpuSeconds(of: servers[side].processIdentifier) - cpuBefore) / Double(max(1, result.requests))
+            let rss = pids.map(peakRSS(of:)).reduce(0, +)
+            let cpu = 1000 * (pids.map(cpuSeconds(of:)).reduce(0, +) - cpuBefore) / Double(max(1, result.requests))
             cells[index].results[side].append(result)
             cells[index].rss[side].append(rss)
             cells[index].cpu[side].append(cpu)
-            print("round \(round + 1) \(cell.format) c\(cell.clients) \(sides[side]): \(result), peak RSS \(String(format: "%.0f", rss)) MiB, CPU \(String(format: "%.1f", cpu)) ms/request")
+            print("round \(round + 1) \(cell.format) c\(cell.clients) \(sides[side]): \(result), peak RSS \(String(format: "%.0f", rss)) MiB, CPU \(String(format: "%.1f", cpu)) ms/request, \(String(format: "%.2f", cpu * result.requestsPerSecond / 1000)) cores")
             fflush(nil)
         }
     }
@@ -263,12 +295,12 @@ var table = """
 ## ServerBenchmark: uncached, fit in 512×512, \(sources.count) generated sources from a loopback nginx
 
 \(cores) cores; wrk \(seconds) s per side and cell, \(rounds) round(s), sides alternating; every request a distinct source URL.
-halcyon serve: default settings (`allowLoopback` for the origin). \(thumborVersion): 2 processes, HTTP loader, PIL engine, no storage, no AUTO_WEBP.
-req/s is the median of the rounds (min–max when more than one); p50/p99 from the median round's wrk; peak RSS is per cell, the process tree summed;
-CPU is the server tree's user + system time per request served (median of the rounds).
+halcyon serve: default settings (`allowLoopback` for the origin). \(thumborVersion): \(thumbors.count) single-process instances behind nginx (`least_conn`), HTTP loader, PIL engine, no storage, no AUTO_WEBP.
+req/s is the median of the rounds (min–max when more than one); p50/p99 from the median round's wrk; peak RSS is per cell, the process trees summed;
+CPU is the server trees' user + system time per request served (median of the rounds); cores = req/s × CPU per request (the proxying nginx is not counted).
 
-| format | clients | server | req/s | p50 | p99 | CPU ms/req | peak RSS MiB | errors | req/s ratio | RSS ratio |
-|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|
+| format | clients | server | req/s | p50 | p99 | CPU ms/req | cores | peak RSS MiB | errors | req/s ratio | RSS ratio |
+|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|
 
 """
 for cell in cells {
@@ -278,7 +310,8 @@ for cell in cells {
     for side in 0..<2 {
         let sorted = cell.results[side].sorted { $0.requestsPerSecond < $1.requestsPerSecond }
         let mid = sorted[sorted.count / 2]
-        table += "| \(cell.format) | \(cell.clients) | \(sides[side]) | \(f1(rps[side]))\(spread(cell.results[side].map(\.requestsPerSecond))) | \(mid.p50) | \(mid.p99) | \(f1(median(cell.cpu[side]))) | \(f1(rss[side])) | \(mid.errors) | \(side == 0 ? String(format: "%.2f", ratio) : "1.00") | \(side == 0 ? String(format: "%.2f", rssRatio) : "1.00") |\n"
+        let usedCores = String(format: "%.2f", rps[side] * median(cell.cpu[side]) / 1000)
+        table += "| \(cell.format) | \(cell.clients) | \(sides[side]) | \(f1(rps[side]))\(spread(cell.results[side].map(\.requestsPerSecond))) | \(mid.p50) | \(mid.p99) | \(f1(median(cell.cpu[side]))) | \(usedCores) | \(f1(rss[side])) | \(mid.errors) | \(side == 0 ? String(format: "%.2f", ratio) : "1.00") | \(side == 0 ? String(format: "%.2f", rssRatio) : "1.00") |\n"
     }
     recordSummary(benchmark: "Server", comparison: "uncached \(cell.format), \(cell.clients) clients: halcyon serve vs \(thumborVersion) (req/s)",
                   result: String(format: "%.2f×", ratio), goal: "≥ 2×", met: ratio >= 2)
