@@ -47,7 +47,7 @@ cell() { # nodes, workload, round → prints "req/s p50 p99 hit%"
     p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
     total=$(wc -l < "$WORK/$dir/access.log"); hits=$(grep -c ' HIT ' "$WORK/$dir/access.log" || true)
     for pid in "${NODE_PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-    kill -9 "$(cat "$WORK/$dir/nginx.pid")" 2>/dev/null || true
+    kill_nginx "$WORK/$dir/nginx.pid"
     rm -rf "$WORK"/node* "$WORK/$dir/cache"
     echo "$rps $p50 $p99 $(python3 -c "print(round(100 * $hits / max(1, $total), 1))")"
 }

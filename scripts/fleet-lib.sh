@@ -31,10 +31,20 @@ fleet_begin() {
     start_origin "$ROOT/Samples"
 }
 
+# Kills the nginx whose master's pid is in the file, with its workers, cache manager and loader: their
+# command lines do not name $WORK, and a master killed alone leaves them running. The master goes first,
+# so it cannot start new workers for the ones killed after it.
+kill_nginx() { # pid file
+    local master
+    master=$(cat "$1" 2>/dev/null) || return 0
+    [ -n "$master" ] || return 0
+    kill -9 "$master" $(pgrep -P "$master") 2>/dev/null || true
+}
+
 FLEET_PIDS=()
 fleet_cleanup() {
     for pid in "${FLEET_PIDS[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-    for pidfile in "$WORK"/*/nginx.pid; do [ -f "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null || true; done
+    for pidfile in "$WORK"/*/nginx.pid; do kill_nginx "$pidfile"; done
     pkill -9 -f "$WORK" 2>/dev/null || true
     if [ "${KEEP_FLEET_WORK:-0}" = 1 ]; then echo "work folder kept: $WORK"; else rm -rf "$WORK"; fi
 }
