@@ -124,7 +124,7 @@ public final class ImageService: Sendable {
         if options.watermark != nil && watermark == nil {
             throw ServerError(status: 400, code: "invalid_option", message: "option \"wm\": this server has no watermark image (--watermark-path)")
         }
-        if let expires = options.expires, Double(expires) < Date().timeIntervalSince1970 {
+        if let expires = options.expires, Self.hasExpired(expires) {
             throw ServerError(status: 404, code: "expired", message: "the URL expired at \(expires)")
         }
         let source = try resolve(parsed.source)
@@ -323,9 +323,14 @@ public final class ImageService: Sendable {
         guard headers[.contentLength] == nil, headers[.transferEncoding] == nil,
               let entry = responses.value(for: Self.responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
         // An expired URL is refused by the image handler, never answered from the cache.
-        if let expires = entry.expires, Double(expires) < Date().timeIntervalSince1970 { return nil }
+        if let expires = entry.expires, Self.hasExpired(expires) { return nil }
         metrics.cache("response")
         return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch])
+    }
+
+    /// Whether an `exp:` time (Unix seconds) has passed.
+    static func hasExpired(_ expires: Int) -> Bool {
+        Double(expires) < Date().timeIntervalSince1970
     }
 
     /// The response cache's key: the path as sent and the `Accept` header.

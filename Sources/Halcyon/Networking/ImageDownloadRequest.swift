@@ -55,10 +55,8 @@ public struct ImageDownloadRequest: Sendable, Hashable {
     /// validators, credentials), so a revalidation never answers a plain request with a 304.
     var coalescingKey: String {
         var key = url.absoluteString
-        // Without header fields (the common case) there is nothing to look up.
         for name in Self.varyingFields {
-            key += "\n"
-            if !fields.isEmpty, let value = value(forHTTPHeaderField: name) { key += value }
+            key += "\n" + (value(forHTTPHeaderField: name) ?? "")
         }
         return key
     }
