@@ -271,4 +271,56 @@ extension ImageDownloaderTests {
             return
         }
     }
+
+    // MARK: - Workers
+
+    /// A worker that ran a cancelled request hands its next one to a fresh worker: cancellation is sticky on a task.
+    @Test func cancellingARunningRequestDoesNotCancelTheOneStartedInItsSlot() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 1 }) { server, downloader in
+            let (first, firstResult) = start(downloader, server.url("/hang/first"))
+            #expect(await server.wait { server.inFlight == 1 })
+            let (_, secondResult) = start(downloader, server.url("/image/second.png"))
+            first?.cancel()
+            guard case .failure(.requestError(.taskCancelled)) = await firstResult() else {
+                Issue.record("the cancelled request must get taskCancelled")
+                return
+            }
+            #expect((try? await secondResult().get())?.image.width == 64)
+        }
+    }
+
+    /// An idle timeout stops only its own request, even though the worker that ran it goes on with the next.
+    @Test func idleTimeoutDoesNotFailTheRequestStartedInItsSlot() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 1; $0.downloadTimeout = 0.3 }) { server, downloader in
+            let (_, firstResult) = start(downloader, server.url("/wrong-length/stall"))
+            let queued = (0..<3).map { start(downloader, server.url("/image/after-\($0).png")) }
+            guard case .failure(.responseError(.timedOut)) = await firstResult() else {
+                Issue.record("the stalled request must time out")
+                return
+            }
+            for (_, result) in queued {
+                #expect((try? await result().get())?.image.width == 64)
+            }
+        }
+    }
+
+    /// Requests that queue behind one slot all complete, in order, when one worker runs them back to back.
+    @Test func queuedRequestsRunBackToBackInOneSlot() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 1 }) { server, downloader in
+            let order = Locked<[Int]>([])
+            let results = (0..<20).map { index in
+                let box = ResultBox()
+                downloader.downloadImage(with: server.url("/image/queued-\(index).png")) { result in
+                    order.withLock { $0.append(index) }
+                    box.set(result)
+                }
+                return box
+            }
+            for box in results {
+                #expect((try? await box.value().get())?.image.width == 64)
+            }
+            #expect(order.withLock { $0 } == Array(0..<20))
+            #expect(downloader.activeRequestCount == 0)
+        }
+    }
 }

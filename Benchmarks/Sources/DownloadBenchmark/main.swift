@@ -3,12 +3,14 @@
 // Starts a loopback HTTP/1.1 server (NIO) serving 4000 (IMAGES) distinct, deterministic
 // ~50 KB images (half JPEG, half PNG), then fetches all of them at concurrency
 // 16 with: Halcyon download only (`downloadData`, all of them submitted at once
-// through the completion-handler API, and again as one async task each), Halcyon
+// through the completion-handler API, again as one async task each, and from 16
+// async worker tasks awaiting one download at a time, the bare loop's shape), Halcyon
 // download + decode (`downloadImage`, default processor, completion API), a
 // bare AsyncHTTPClient loop with 16 workers (the transport's ceiling), the
 // same loop collecting each body into one buffer (what a client that decodes
 // the bytes must do, as Halcyon does), and curl. Halcyon's own `maxConcurrentDownloads = 16` limits its concurrency. Each client runs `ROUNDS`
-// times (default 9), interleaved; the table shows the median round.
+// times (default 9), interleaved; the table shows the median round and the median CPU time of a round
+// (this process's, from getrusage: steadier than wall time on shared cores).
 // Run: cd Benchmarks && swift run -c release DownloadBenchmark
 import AsyncHTTPClient
 import BenchmarkSupport
@@ -46,6 +48,25 @@ struct Measurement {
     let seconds: Double
     let images: Int
     let bytes: Int
+    /// This process's CPU time over the round (user + system, every thread: the loopback server's as well), from `getrusage`.
+    var cpuSeconds = 0.0
+}
+
+/// This process's CPU time so far (user + system), in seconds.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    let system = Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    return user + system
+}
+
+/// Runs one in-process round and records the CPU it took alongside its wall time.
+func timed(_ round: () async throws -> Measurement) async rethrows -> Measurement {
+    let before = processCPUSeconds()
+    var measurement = try await round()
+    measurement.cpuSeconds = processCPUSeconds() - before
+    return measurement
 }
 
 /// Fetches every URL with the downloader; all requests are queued at once and the downloader keeps 16 running.
@@ -60,6 +81,26 @@ func runHalcyon(_ downloader: ImageDownloader, urls: [URL], decode: Bool) async 
                     return result.originalData.count
                 }
                 return try await downloader.downloadData(with: url).data.count
+            }
+        }
+        return try await group.reduce(0, +)
+    }
+    return Measurement(seconds: (ContinuousClock.now - start).seconds, images: urls.count, bytes: bytes)
+}
+
+/// Fetches every URL with `downloadData` from 16 worker tasks, each awaiting one download at a time: the bare
+/// AsyncHTTPClient loop's shape, so the two rows differ only in what sits between the loop and the transport.
+func runHalcyonWorkers(_ downloader: ImageDownloader, urls: [URL]) async throws -> Measurement {
+    let start = ContinuousClock.now
+    let next = Cursor()
+    let bytes = try await withThrowingTaskGroup(of: Int.self) { group in
+        for _ in 0..<concurrency {
+            group.addTask {
+                var total = 0
+                while let index = next.take(below: urls.count) {
+                    total += try await downloader.downloadData(with: urls[index]).data.count
+                }
+                return total
             }
         }
         return try await group.reduce(0, +)
@@ -123,6 +164,15 @@ final class Tally: Sendable {
 /// Hands out indexes to workers.
 final class Cursor: Sendable {
     let value = Mutex(0)
+
+    /// The next index, or nil once `count` were handed out.
+    func take(below count: Int) -> Int? {
+        let index = value.withLock { value -> Int in
+            defer { value += 1 }
+            return value
+        }
+        return index < count ? index : nil
+    }
 }
 
 /// Fetches every URL with a bare AsyncHTTPClient (16 workers, the configuration ImageDownloader uses): the transport's ceiling, for reference.
@@ -136,12 +186,7 @@ func runRawClient(_ client: HTTPClient, urls: [URL], collect: Bool = false) asyn
         for _ in 0..<concurrency {
             group.addTask {
                 var total = 0
-                while true {
-                    let index = next.value.withLock { value -> Int in
-                        defer { value += 1 }
-                        return value
-                    }
-                    guard index < urls.count else { return total }
+                while let index = next.take(below: urls.count) {
                     let response = try await client.execute(HTTPClientRequest(url: urls[index].absoluteString), timeout: .seconds(30))
                     if collect {
                         total += try await response.body.collect(upTo: 64 * 1024 * 1024).readableBytes
@@ -149,6 +194,7 @@ func runRawClient(_ client: HTTPClient, urls: [URL], collect: Bool = false) asyn
                         for try await buffer in response.body { total += buffer.readableBytes }
                     }
                 }
+                return total
             }
         }
         return try await group.reduce(0, +)
@@ -223,10 +269,12 @@ _ = try await runRawClient(rawClient, urls: Array(urls.prefix(64)))
 // `PROFILE=halcyon`, `PROFILE=raw` or `PROFILE=raw-collect` runs only that client, ROUNDS times, and prints its seconds (for perf or callgrind).
 if let only = ProcessInfo.processInfo.environment["PROFILE"] {
     for round in 1...rounds {
-        let m = only.hasPrefix("raw")
-            ? try await runRawClient(rawClient, urls: urls, collect: only == "raw-collect")
-            : try await runHalcyonCallbacks(downloader, urls: urls, decode: false)
-        print(String(format: "%@ round %d: %.3f s", only, round, m.seconds))
+        let m = try await timed {
+            only.hasPrefix("raw")
+                ? try await runRawClient(rawClient, urls: urls, collect: only == "raw-collect")
+                : try await runHalcyonCallbacks(downloader, urls: urls, decode: false)
+        }
+        print(String(format: "%@ round %d: %.3f s, CPU %.3f s", only, round, m.seconds, m.cpuSeconds))
     }
     exit(0)
 }
@@ -234,18 +282,19 @@ if let only = ProcessInfo.processInfo.environment["PROFILE"] {
 let clients = [
     "Halcyon download only (callbacks)", "Halcyon download only (async/await)",
     "Halcyon download + decode (callbacks)", "bare AsyncHTTPClient (reference)", "curl --parallel-max 16",
-    "bare AsyncHTTPClient, bodies collected",
+    "bare AsyncHTTPClient, bodies collected", "Halcyon download only (async/await, 16 workers)",
 ]
 let curlClient = clients[4]
 let shownClients = clients.filter { includeDecode || $0 != clients[2] }
 for round in 1...rounds {
     results[curlClient, default: []].append(try runCurl(configPath: configPath, urls: urls, expectedBytes: totalBytes))
-    results[clients[0], default: []].append(try await runHalcyonCallbacks(downloader, urls: urls, decode: false))
-    results[clients[3], default: []].append(try await runRawClient(rawClient, urls: urls))
-    results[clients[1], default: []].append(try await runHalcyon(downloader, urls: urls, decode: false))
-    results[clients[5], default: []].append(try await runRawClient(rawClient, urls: urls, collect: true))
+    results[clients[0], default: []].append(try await timed { try await runHalcyonCallbacks(downloader, urls: urls, decode: false) })
+    results[clients[3], default: []].append(try await timed { try await runRawClient(rawClient, urls: urls) })
+    results[clients[1], default: []].append(try await timed { try await runHalcyon(downloader, urls: urls, decode: false) })
+    results[clients[5], default: []].append(try await timed { try await runRawClient(rawClient, urls: urls, collect: true) })
+    results[clients[6], default: []].append(try await timed { try await runHalcyonWorkers(downloader, urls: urls) })
     if includeDecode {
-        results[clients[2], default: []].append(try await runHalcyonCallbacks(downloader, urls: urls, decode: true))
+        results[clients[2], default: []].append(try await timed { try await runHalcyonCallbacks(downloader, urls: urls, decode: true) })
     }
     print("round \(round)/\(rounds): " + shownClients.map { String(format: "%@ %.3f s", $0, results[$0]!.last!.seconds) }.joined(separator: ", "))
 }
@@ -256,12 +305,18 @@ func median(_ values: [Measurement]) -> Measurement {
 
 let curlMedian = median(results[curlClient]!)
 let curlRate = Double(curlMedian.images) / curlMedian.seconds
-var table = "| client | images | seconds (median of \(rounds)) | images/s | MB/s | vs curl |\n|---|---:|---:|---:|---:|---:|\n"
+/// The median of one client's CPU seconds per round (in-process clients only; curl runs in a child process).
+func medianCPU(_ values: [Measurement]) -> Double {
+    values.map(\.cpuSeconds).sorted()[values.count / 2]
+}
+
+var table = "| client | images | seconds (median of \(rounds)) | images/s | MB/s | CPU s per round (median) | vs curl |\n|---|---:|---:|---:|---:|---:|---:|\n"
 for client in shownClients {
     let m = median(results[client]!)
     let rate = Double(m.images) / m.seconds
-    table += String(format: "| %@ | %d | %.3f | %.0f | %.1f | %.2f× |\n",
-                    client, m.images, m.seconds, rate, Double(m.bytes) / 1_048_576 / m.seconds, rate / curlRate)
+    let cpu = client == curlClient ? "—" : String(format: "%.3f", medianCPU(results[client]!))
+    table += String(format: "| %@ | %d | %.3f | %.0f | %.1f | %@ | %.2f× |\n",
+                    client, m.images, m.seconds, rate, Double(m.bytes) / 1_048_576 / m.seconds, cpu, rate / curlRate)
 }
 let header = String(format: "### DownloadBenchmark: %d distinct images (avg %.1f KB, JPEG+PNG) from loopback, concurrency %d, %d cores\n\n",
                     imageCount, averageKB, concurrency, ProcessInfo.processInfo.activeProcessorCount)
@@ -278,13 +333,15 @@ for client in shownClients where client != curlClient {
 for (reference, name) in [(clients[3], "bare AsyncHTTPClient"), (clients[5], "bare AsyncHTTPClient collecting bodies")] {
     let referenceMedian = median(results[reference]!)
     let referenceRate = Double(referenceMedian.images) / referenceMedian.seconds
-    for client in clients.prefix(2) {
+    for client in [clients[0], clients[1], clients[6]] {
         let m = median(results[client]!)
         let ratio = Double(m.images) / m.seconds / referenceRate
         // Each round's own ratio (the clients ran back to back), for the spread.
         let perRound = zip(results[client]!, results[reference]!).map { $1.seconds / $0.seconds }
         let spread = String(format: "%.2f–%.2f", perRound.min() ?? 0, perRound.max() ?? 0)
-        print(String(format: "%@ vs %@: %.2f× (rounds: %@)", client, name, ratio, spread))
+        // CPU per round is steadier than wall time on shared cores: the reference's CPU over this client's.
+        let cpuRatio = medianCPU(results[reference]!) / max(medianCPU(results[client]!), 1e-9)
+        print(String(format: "%@ vs %@: %.2f× (rounds: %@); CPU: %.2f× the reference's efficiency", client, name, ratio, spread, cpuRatio))
         recordSummary(benchmark: "Download", comparison: "\(client) vs \(name) (images/s)",
                       result: String(format: "%.2f× the throughput (rounds %@)", ratio, spread), goal: "≥ 0.9×", met: ratio >= 0.9)
     }

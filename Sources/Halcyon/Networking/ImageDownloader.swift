@@ -241,7 +241,8 @@ public final class ImageDownloader: Sendable {
         downloadTask: DownloadTask,
         completion: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void
     ) -> Bool {
-        let fail: @Sendable (HalcyonError) -> Void = { error in options.callbackQueue.execute { completion(.failure(error)) } }
+        let queue = options.callbackQueue
+        let fail: @Sendable (HalcyonError) -> Void = { error in queue.execute { completion(.failure(error)) } }
         var request = ImageDownloadRequest(url: url)
         for (name, value) in httpHeaders.sorted(by: { $0.key < $1.key }) {
             request.setValue(value, forHTTPHeaderField: name)
@@ -344,16 +345,37 @@ public final class ImageDownloader: Sendable {
         return ready
     }
 
-    /// Starts the HTTP request of `task` on a new task.
+    /// Starts the HTTP request of `task` on a new worker task, which goes on with waiting requests as its slot frees.
+    ///
+    /// A worker runs one request at a time and is each one's cancellation
+    /// handle while it runs (cancelling a request cancels its worker). One that
+    /// was cancelled stops and hands its next request to a new worker, so a
+    /// mass submission makes about one task per slot, not one per download.
     private func launch(_ task: SessionDataTask) {
-        task.attach(Task { await self.run(task) })
+        let handle = Locked<Task<Void, Never>?>(nil)
+        let worker = Task { await self.work(from: task, handle: handle) }
+        handle.withLock { $0 = worker }
+        task.attach(worker)
+    }
+
+    /// Runs `first`, then each request this worker took when the previous one freed its slot.
+    private func work(from first: SessionDataTask, handle: Locked<Task<Void, Never>?>) async {
+        var current = first
+        while let next = await run(current) {
+            // A cancelled task stays cancelled: its next request would fail at once.
+            guard !Task.isCancelled, let worker = handle.withLock({ $0 }) else { return launch(next) }
+            next.attach(worker)
+            current = next
+        }
     }
 
     /// Runs one HTTP request, frees its slot, applies the delegate's data hook, reports the end, then decodes and delivers.
     ///
+    /// Returns the waiting request that took the freed slot, for this worker to
+    /// run next; any other requests the slot change made ready start on new workers.
     /// The did-finish event comes once per request, after the data hook, so it
     /// carries the hook's rejection as well as request and response failures.
-    private func run(_ task: SessionDataTask) async {
+    private func run(_ task: SessionDataTask) async -> SessionDataTask? {
         let delegate = self.delegate
         let fetched = await fetch(task, delegate: delegate)
         let callbacks = task.complete()
@@ -362,19 +384,21 @@ public final class ImageDownloader: Sendable {
             state.running -= 1
             return Self.dequeueReady(&state)
         }
-        ready.forEach(launch)
+        ready.dropFirst().forEach(launch)
 
         let result = fetched.flatMap { outcome in self.modifyData(outcome, url: task.url, delegate: delegate) }
         delegate?.imageDownloader(
             self, didFinishDownloadingImageForURL: task.url, with: try? fetched.get().response,
             error: result.failure)
-        guard callbacks.contains(where: \.decode), case .success = result else {
-            return deliver(result, to: callbacks, url: task.url, delegate: delegate)
+        if callbacks.contains(where: \.decode), case .success = result {
+            // Decoding blocks a thread; keep it off the cooperative pool so network tasks keep flowing.
+            processingQueue.execute {
+                self.deliver(result, to: callbacks, url: task.url, delegate: delegate)
+            }
+        } else {
+            deliver(result, to: callbacks, url: task.url, delegate: delegate)
         }
-        // Decoding blocks a thread; keep it off the cooperative pool so network tasks keep flowing.
-        processingQueue.execute {
-            self.deliver(result, to: callbacks, url: task.url, delegate: delegate)
-        }
+        return ready.first
     }
 
     /// Sends the HTTP request of `task`, telling the delegate first; a failure once shut down is `downloaderShutDown`.
@@ -490,8 +514,18 @@ public final class ImageDownloader: Sendable {
 
     /// Whether `url` is an http or https URL with a host.
     static func isFetchable(_ url: URL) -> Bool {
-        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        guard let scheme = url.scheme, isHTTPScheme(scheme) else { return false }
         return !(url.host ?? "").isEmpty
+    }
+
+    /// Whether `scheme` is http or https in any case, compared without making a lowercased copy.
+    private static func isHTTPScheme(_ scheme: String) -> Bool {
+        var utf8 = scheme.utf8.makeIterator()
+        for expected in "http".utf8 {
+            guard let byte = utf8.next(), byte | 0x20 == expected else { return false }
+        }
+        guard let last = utf8.next() else { return true }
+        return last | 0x20 == UInt8(ascii: "s") && utf8.next() == nil
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Partial bodies of interrupted downloads, kept so the next request can resume with Range.
 ///
@@ -14,6 +15,9 @@ final class ResumableDataStore: Sendable {
     private let maxEntries: Int
     private let maxBytes: Int
     private let state = Locked(State())
+    /// How many entries are kept; written under the lock, read without it so a download finds an empty store
+    /// without taking the lock or hashing its URL.
+    private let entryCount = Atomic<Int>(0)
 
     private struct State {
         var entries: [URL: Entry] = [:]
@@ -28,10 +32,12 @@ final class ResumableDataStore: Sendable {
 
     /// Removes and returns the entry for `url`.
     func take(_ url: URL) -> Entry? {
-        state.withLock { state in
+        guard entryCount.load(ordering: .acquiring) > 0 else { return nil }
+        return state.withLock { state in
             guard let entry = state.entries.removeValue(forKey: url) else { return nil }
             state.order.removeAll { $0 == url }
             state.bytes -= entry.data.count
+            entryCount.store(state.entries.count, ordering: .releasing)
             return entry
         }
     }
@@ -51,6 +57,7 @@ final class ResumableDataStore: Sendable {
                 let oldest = state.order.removeFirst()
                 if let evicted = state.entries.removeValue(forKey: oldest) { state.bytes -= evicted.data.count }
             }
+            entryCount.store(state.entries.count, ordering: .releasing)
         }
     }
 

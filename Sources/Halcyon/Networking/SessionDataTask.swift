@@ -182,7 +182,7 @@ public final class SessionDataTask: Sendable {
         }
     }
 
-    /// Records the task running the request; cancels it at once if the task was already abandoned.
+    /// Records the task running the request (a downloader worker); cancels it at once if the task was already abandoned.
     func attach(_ handle: Task<Void, Never>) {
         let cancelNow = state.withLock { state -> Bool in
             state.handle = handle
@@ -191,9 +191,11 @@ public final class SessionDataTask: Sendable {
         if cancelNow { handle.cancel() }
     }
 
-    /// Cancels the running HTTP request without sealing (the idle timeout uses it).
+    /// Cancels the running HTTP request without sealing (the idle timeout uses it); nothing once the request ended,
+    /// when the task that ran it may be running another request.
     func cancelRunningRequest() {
         let handle = state.withLock { state -> Task<Void, Never>? in
+            guard !state.sealed else { return nil }
             state.cancelRequested = true
             return state.handle
         }
