@@ -91,6 +91,11 @@ func runHalcyon(_ downloader: ImageDownloader, urls: [URL], decode: Bool) async 
 /// Fetches every URL with `downloadData` from 16 worker tasks, each awaiting one download at a time: the bare
 /// AsyncHTTPClient loop's shape, so the two rows differ only in what sits between the loop and the transport.
 func runHalcyonWorkers(_ downloader: ImageDownloader, urls: [URL]) async throws -> Measurement {
+    try await runWorkers(urls: urls) { url in try await downloader.downloadData(with: url).data.count }
+}
+
+/// Runs `fetch` over every URL from `concurrency` worker tasks that take the next URL as they finish one; `fetch` returns the body's byte count.
+func runWorkers(urls: [URL], _ fetch: @escaping @Sendable (URL) async throws -> Int) async throws -> Measurement {
     let start = ContinuousClock.now
     let next = Cursor()
     let bytes = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -98,7 +103,7 @@ func runHalcyonWorkers(_ downloader: ImageDownloader, urls: [URL]) async throws 
             group.addTask {
                 var total = 0
                 while let index = next.take(below: urls.count) {
-                    total += try await downloader.downloadData(with: urls[index]).data.count
+                    total += try await fetch(urls[index])
                 }
                 return total
             }
@@ -180,26 +185,15 @@ final class Cursor: Sendable {
 /// With `collect` each body is gathered into one buffer (`collect(upTo:)`), as any client that decodes it must;
 /// without, its chunks are only counted.
 func runRawClient(_ client: HTTPClient, urls: [URL], collect: Bool = false) async throws -> Measurement {
-    let start = ContinuousClock.now
-    let next = Cursor()
-    let bytes = try await withThrowingTaskGroup(of: Int.self) { group in
-        for _ in 0..<concurrency {
-            group.addTask {
-                var total = 0
-                while let index = next.take(below: urls.count) {
-                    let response = try await client.execute(HTTPClientRequest(url: urls[index].absoluteString), timeout: .seconds(30))
-                    if collect {
-                        total += try await response.body.collect(upTo: 64 * 1024 * 1024).readableBytes
-                    } else {
-                        for try await buffer in response.body { total += buffer.readableBytes }
-                    }
-                }
-                return total
-            }
+    try await runWorkers(urls: urls) { url in
+        let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(30))
+        if collect {
+            return try await response.body.collect(upTo: 64 * 1024 * 1024).readableBytes
         }
-        return try await group.reduce(0, +)
+        var total = 0
+        for try await buffer in response.body { total += buffer.readableBytes }
+        return total
     }
-    return Measurement(seconds: (ContinuousClock.now - start).seconds, images: urls.count, bytes: bytes)
 }
 
 /// Fetches every URL with `curl --parallel --parallel-max 16` from a config file.
