@@ -348,37 +348,51 @@ public final class ImageDownloader: Sendable {
     /// Starts the HTTP request of `task` on a new worker task, which goes on with waiting requests as its slot frees.
     ///
     /// A worker runs one request at a time and is each one's cancellation
-    /// handle while it runs (cancelling a request cancels its worker). One that
-    /// was cancelled stops and hands its next request to a new worker, so a
-    /// mass submission makes about one task per slot, not one per download.
+    /// handle while it runs (cancelling a request cancels its worker). A
+    /// worker whose request saw a cancellation decided (delivered or not yet)
+    /// stops and hands its next request to a new worker, so a mass submission
+    /// makes about one task per slot, not one per download. The next request
+    /// starts once this one's delegate hooks and inline callbacks returned.
     private func launch(_ task: SessionDataTask) {
         let handle = Locked<Task<Void, Never>?>(nil)
         let worker = Task { await self.work(from: task, handle: handle) }
-        handle.withLock { $0 = worker }
+        // Attached before the worker can learn its own handle, so it cannot go on with another request first.
         task.attach(worker)
+        handle.withLock { $0 = worker }
     }
 
     /// Runs `first`, then each request this worker took when the previous one freed its slot.
+    ///
+    /// Yields every `Self.workerBatch` requests, so one that fails at once in a long queue (after shutdown,
+    /// say) does not hold a thread of the cooperative pool until the queue is empty.
     private func work(from first: SessionDataTask, handle: Locked<Task<Void, Never>?>) async {
         var current = first
-        while let next = await run(current) {
-            // A cancelled task stays cancelled: its next request would fail at once.
-            guard !Task.isCancelled, let worker = handle.withLock({ $0 }) else { return launch(next) }
+        var count = 0
+        while let (next, cancelIssued) = await run(current) {
+            // A cancelled task stays cancelled, and one decided for the request that ended may still arrive.
+            guard !cancelIssued, !Task.isCancelled, let worker = handle.withLock({ $0 }) else { return launch(next) }
             next.attach(worker)
             current = next
+            count += 1
+            if count.isMultiple(of: Self.workerBatch) { await Task.yield() }
         }
     }
+
+    /// How many requests a worker runs back to back before it yields its thread.
+    private static let workerBatch = 32
 
     /// Runs one HTTP request, frees its slot, applies the delegate's data hook, reports the end, then decodes and delivers.
     ///
     /// Returns the waiting request that took the freed slot, for this worker to
-    /// run next; any other requests the slot change made ready start on new workers.
+    /// run next, and whether a cancellation of this worker was decided while the
+    /// request ran; any other requests the slot change made ready start on new workers.
     /// The did-finish event comes once per request, after the data hook, so it
     /// carries the hook's rejection as well as request and response failures.
-    private func run(_ task: SessionDataTask) async -> SessionDataTask? {
+    private func run(_ task: SessionDataTask) async -> (next: SessionDataTask, cancelIssued: Bool)? {
         let delegate = self.delegate
         let fetched = await fetch(task, delegate: delegate)
-        let callbacks = task.complete()
+        let completion = task.complete()
+        let callbacks = completion.callbacks
         let ready = state.withLock { state -> [SessionDataTask] in
             Self.forget(task, in: &state)
             state.running -= 1
@@ -398,7 +412,7 @@ public final class ImageDownloader: Sendable {
         } else {
             deliver(result, to: callbacks, url: task.url, delegate: delegate)
         }
-        return ready.first
+        return ready.first.map { ($0, completion.cancelIssued) }
     }
 
     /// Sends the HTTP request of `task`, telling the delegate first; a failure once shut down is `downloaderShutDown`.

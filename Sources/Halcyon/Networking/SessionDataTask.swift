@@ -60,7 +60,16 @@ public final class SessionDataTask: Sendable {
         var nextID = 0
         var sealed = false
         var cancelRequested = false
+        /// Set by ``complete()``: the request ended and its task may be running another request.
+        var completed = false
         var handle: Task<Void, Never>?
+    }
+
+    /// What ``complete()`` took: the callbacks, and whether any cancellation of the running task was decided
+    /// before it (delivered or not yet), so that task must not go on with another request.
+    struct Completion {
+        let callbacks: [Callback]
+        let cancelIssued: Bool
     }
 
     /// A task for `request`; `key` is its coalescing key when the caller has made it already.
@@ -183,8 +192,11 @@ public final class SessionDataTask: Sendable {
     }
 
     /// Records the task running the request (a downloader worker); cancels it at once if the task was already abandoned.
+    ///
+    /// Nothing once the request completed: its worker may have gone on with another request.
     func attach(_ handle: Task<Void, Never>) {
         let cancelNow = state.withLock { state -> Bool in
+            guard !state.completed else { return false }
             state.handle = handle
             return state.sealed || state.cancelRequested
         }
@@ -203,12 +215,18 @@ public final class SessionDataTask: Sendable {
     }
 
     /// Seals the task and takes every callback still attached.
-    func complete() -> [Callback] {
+    ///
+    /// Every cancellation of the running task is decided under this task's lock (an abandon seals it, the idle
+    /// timeout sets `cancelRequested`, `attach` cancels when either was set), so the completion reports one that
+    /// was decided even when its `cancel()` has not reached the task yet; none can be decided after it.
+    func complete() -> Completion {
         state.withLock { state in
+            let cancelIssued = state.sealed || state.cancelRequested
             state.sealed = true
+            state.completed = true
             let taken = state.callbacks.map(\.callback)
             state.callbacks = []
-            return taken
+            return Completion(callbacks: taken, cancelIssued: cancelIssued)
         }
     }
 
