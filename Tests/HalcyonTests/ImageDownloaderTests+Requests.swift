@@ -323,4 +323,31 @@ extension ImageDownloaderTests {
             #expect(downloader.activeRequestCount == 0)
         }
     }
+
+    /// With a delegate, the request that takes a freed slot starts before the delegate's hooks for the one that
+    /// ended run: a slow data hook does not hold the next download back.
+    @Test func nextRequestStartsWhileTheDelegateDataHookRuns() async throws {
+        try await withServer({ $0.maxConcurrentDownloads = 1 }) { server, downloader in
+            let delegate = RecordingDelegate()
+            downloader.delegate = delegate
+            let calls = Locked(0)
+            let sawNextStart = Locked(false)
+            delegate.rewrite = { data in
+                guard calls.withLock({ value -> Bool in
+                    value += 1
+                    return value == 1
+                }) else { return data }
+                // Blocks this thread on purpose, as a slow hook would; gives up after 5 s.
+                let deadline = Date().addingTimeInterval(5)
+                while Date() < deadline, server.hits("/image/second.png") == 0 { Thread.sleep(forTimeInterval: 0.01) }
+                sawNextStart.withLock { $0 = server.hits("/image/second.png") > 0 }
+                return data
+            }
+            let (_, firstResult) = start(downloader, server.url("/image/first.png"))
+            let (_, secondResult) = start(downloader, server.url("/image/second.png"))
+            #expect((try? await firstResult().get())?.image.width == 64)
+            #expect((try? await secondResult().get())?.image.width == 64)
+            #expect(sawNextStart.withLock { $0 }, "the second download must start while the first one's data hook runs")
+        }
+    }
 }

@@ -351,8 +351,9 @@ public final class ImageDownloader: Sendable {
     /// handle while it runs (cancelling a request cancels its worker). A
     /// worker whose request saw a cancellation decided (delivered or not yet)
     /// stops and hands its next request to a new worker, so a mass submission
-    /// makes about one task per slot, not one per download. The next request
-    /// starts once this one's delegate hooks and inline callbacks returned.
+    /// makes about one task per slot, not one per download. Without a delegate
+    /// the next request starts once this one's inline callbacks returned; with
+    /// one, it starts on a new worker before the delegate's hooks run.
     private func launch(_ task: SessionDataTask) {
         let handle = Locked<Task<Void, Never>?>(nil)
         let worker = Task { await self.work(from: task, handle: handle) }
@@ -384,8 +385,8 @@ public final class ImageDownloader: Sendable {
     /// Runs one HTTP request, frees its slot, applies the delegate's data hook, reports the end, then decodes and delivers.
     ///
     /// Returns the waiting request that took the freed slot, for this worker to
-    /// run next, and whether a cancellation of this worker was decided while the
-    /// request ran; any other requests the slot change made ready start on new workers.
+    /// run next (none when a delegate is set), and whether a cancellation of this worker was
+    /// decided while the request ran; any other requests the slot change made ready start on new workers.
     /// The did-finish event comes once per request, after the data hook, so it
     /// carries the hook's rejection as well as request and response failures.
     private func run(_ task: SessionDataTask) async -> (next: SessionDataTask, cancelIssued: Bool)? {
@@ -398,7 +399,9 @@ public final class ImageDownloader: Sendable {
             state.running -= 1
             return Self.dequeueReady(&state)
         }
-        ready.dropFirst().forEach(launch)
+        // A delegate's hooks below are user code of unknown cost: with one, the next request starts on a worker of its own now.
+        let next = delegate == nil ? ready.first : nil
+        (next == nil ? ready[...] : ready.dropFirst()).forEach(launch)
 
         let result = fetched.flatMap { outcome in self.modifyData(outcome, url: task.url, delegate: delegate) }
         delegate?.imageDownloader(
@@ -412,7 +415,7 @@ public final class ImageDownloader: Sendable {
         } else {
             deliver(result, to: callbacks, url: task.url, delegate: delegate)
         }
-        return ready.first.map { ($0, completion.cancelIssued) }
+        return next.map { ($0, completion.cancelIssued) }
     }
 
     /// Sends the HTTP request of `task`, telling the delegate first; a failure once shut down is `downloaderShutDown`.
