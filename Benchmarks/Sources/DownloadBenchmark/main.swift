@@ -52,7 +52,8 @@ struct Measurement {
     var cpuSeconds = 0.0
 }
 
-/// This process's CPU time so far (user + system), in seconds.
+/// This process's CPU time so far (user + system), in seconds, from `getrusage` in microseconds: BenchmarkSupport's
+/// `cpuSeconds(of:)` counts /proc clock ticks of 10 ms, too coarse for a round of 0.2 s.
 func processCPUSeconds() -> Double {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)

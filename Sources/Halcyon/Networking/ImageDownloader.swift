@@ -401,7 +401,7 @@ public final class ImageDownloader: Sendable {
         }
         // A delegate's hooks below are user code of unknown cost: with one, the next request starts on a worker of its own now.
         let next = delegate == nil ? ready.first : nil
-        (next == nil ? ready[...] : ready.dropFirst()).forEach(launch)
+        ready.dropFirst(next == nil ? 0 : 1).forEach(launch)
 
         let result = fetched.flatMap { outcome in self.modifyData(outcome, url: task.url, delegate: delegate) }
         delegate?.imageDownloader(
@@ -531,18 +531,10 @@ public final class ImageDownloader: Sendable {
 
     /// Whether `url` is an http or https URL with a host.
     static func isFetchable(_ url: URL) -> Bool {
-        guard let scheme = url.scheme, isHTTPScheme(scheme) else { return false }
+        // The lowercase spellings, by far the usual ones, are checked without making a lowercased copy.
+        guard let scheme = url.scheme,
+              scheme == "http" || scheme == "https" || ["http", "https"].contains(scheme.lowercased()) else { return false }
         return !(url.host ?? "").isEmpty
-    }
-
-    /// Whether `scheme` is http or https in any case, compared without making a lowercased copy.
-    private static func isHTTPScheme(_ scheme: String) -> Bool {
-        var utf8 = scheme.utf8.makeIterator()
-        for expected in "http".utf8 {
-            guard let byte = utf8.next(), byte | 0x20 == expected else { return false }
-        }
-        guard let last = utf8.next() else { return true }
-        return last | 0x20 == UInt8(ascii: "s") && utf8.next() == nil
     }
 }
 
