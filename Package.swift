@@ -36,9 +36,15 @@ let package = Package(
             pkgConfig: "vips",
             providers: [.apt(["libvips-dev"])]
         ),
+        // Intel's ISA-L: its inflate decodes PNG for the shrinking PNG loader (halcyon_png.c).
+        .systemLibrary(
+            name: "CIsal",
+            pkgConfig: "libisal",
+            providers: [.apt(["libisal-dev"])]
+        ),
         .target(
             name: "CHalcyonVips",
-            dependencies: ["CVips"]
+            dependencies: ["CVips", "CIsal"]
         ),
         .target(
             name: "Halcyon",

@@ -109,7 +109,7 @@ struct ImageDecoderTests {
         // Still the same picture: the gradient runs dark on the left to bright on the right.
         let left = try retina.pixel(x: 10, y: 50), right = try retina.pixel(x: 190, y: 50)
         #expect(Int(left.red) + 100 < Int(right.red), "left \(left), right \(right)")
-        // Other formats have no loader shrink: they are downsampled exactly.
+        // A PNG with alpha has no loader shrink (the shrinking PNG loader takes grey and RGB only): downsampled exactly.
         let png = try ImageDecoder.decode(TestImages.encodedGradient(.png(), width: 800, height: 400), options: ImageDecodingOptions(
             downsampleSize: CGSize(width: 150, height: 150), downsamplingMode: .loaderOnly))
         #expect(png.width == 150 && png.height == 75)

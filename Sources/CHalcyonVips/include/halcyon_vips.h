@@ -66,6 +66,13 @@ int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, in
                                VipsImage **out);
 /** Thumbnail of an image already in memory, to fit width x height (never upsizes). */
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
+/** Decodes an 8-bit greyscale or RGB PNG that is not interlaced and has no transparency, colour profile or
+ *  EXIF, box-shrunk by `shrink` (1...1024) while it inflates (halcyon_png.c): 0 and a new image in memory,
+ *  ceil(width / shrink) x ceil(height / shrink); 1 for any other or damaged PNG, which is left to libvips'
+ *  loader (no error set); -1 with "cancelled" when the current RenderCancellation flag is raised. */
+int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out);
+/** How many PNGs hc_png_load_shrunk decoded on the calling thread (for tests). */
+unsigned long hc_png_fast_count(void);
 int hc_copy_memory(VipsImage *in, VipsImage **out);
 /** Renders a freshly loaded pipeline into memory from the calling thread, so
  *  every loader error is reported (see the comment in halcyon_vips.c). */

@@ -38,6 +38,13 @@ public enum ImageDecoder {
                 return Image(vips: decoded, frameHeight: decoded.height, frameCount: 1, scale: scale, originalFormat: format,
                              frameDelays: [], loopCount: loop, sourceFingerprint: shrink == 1 ? DataFingerprint(data) : nil)
             }
+            if options.downsamplingMode == .loaderOnly, format == .png, frameCount == 1 {
+                let shrink = pngShrink(longerSide: longerSide, atLeast: pixels)
+                if let decoded = try wrapDecodeFailure(format, { () throws(HalcyonError) in try loadPNG(buffer, shrink: shrink) }) {
+                    return Image(vips: decoded, frameHeight: decoded.height, frameCount: 1, scale: scale, originalFormat: format,
+                                 frameDelays: [], loopCount: loop, sourceFingerprint: shrink == 1 ? DataFingerprint(data) : nil)
+                }
+            }
             let failOn = options.strictness.vipsFailOn
             let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
                 try VipsImageRef.make("thumbnail") { output in
@@ -144,6 +151,29 @@ public enum ImageDecoder {
         try runLoader(on: buffer, format: .jpeg) {
             hc_load_jpeg_buffer_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), strictness.vipsFailOn, $0)
         }
+    }
+
+    /// Decodes a plain PNG (8-bit grey or RGB, not interlaced, no transparency, profile or EXIF) box-shrunk by
+    /// `shrink` while it inflates, as 8-bit sRGB in memory; nil for any other or damaged PNG, left to libvips.
+    private static func loadPNG(_ buffer: EncodedBuffer, shrink: Int) throws(HalcyonError) -> VipsImageRef? {
+        var output: UnsafeMutablePointer<VipsImage>?
+        let status = hc_png_load_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), &output)
+        guard status == 0, let output else {
+            if let output { hc_unref(output) }
+            guard status < 0 else { return nil }
+            throw .processorError(reason: .operationFailed(operation: "decode", message: VipsRuntime.takeErrorMessage()))
+        }
+        let shrunk = VipsImageRef(taking: output)
+        return hc_is_uchar_srgb(output) == 1 ? shrunk : try shrunk.srgb8().materialized()
+    }
+
+    /// How many PNGs the shrinking loader decoded on the calling thread (for tests).
+    static var shrinkingPNGLoads: Int { Int(hc_png_fast_count()) }
+
+    /// The box shrink for the PNG loader: the largest whole factor that keeps the longer side at twice
+    /// `pixels` or more, so the Lanczos resize after it still has two source pixels a step; 1 when none does.
+    static func pngShrink(longerSide: Int, atLeast pixels: Int) -> Int {
+        max(1, min(1024, longerSide / max(1, 2 * pixels)))
     }
 
     /// Runs a loader call on `buffer`; the image keeps the buffer alive, and a

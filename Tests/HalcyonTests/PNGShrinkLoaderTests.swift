@@ -1,0 +1,232 @@
+import Foundation
+@testable import Halcyon
+import Testing
+
+/// Halcyon's shrinking PNG loader (`halcyon_png.c`), reached through loader-only downsampling, against
+/// libvips' own PNG decode of the same bytes.
+@Suite("Shrinking PNG loader")
+struct PNGShrinkLoaderTests {
+    /// Noisy 8-bit samples with gradients and bars, `bands` per pixel.
+    static func samples(width: Int, height: Int, bands: Int, seed start: UInt32 = 7) -> [UInt8] {
+        var seed = start
+        var pixels = [UInt8](repeating: 0, count: width * height * bands)
+        for y in 0..<height {
+            for x in 0..<width {
+                for band in 0..<bands {
+                    seed = seed &* 1_103_515_245 &+ 12345
+                    let noise = Int(seed >> 24) % 41 - 20
+                    let base = [x * 255 / width, y * 255 / height, (x / 29) % 2 == 0 ? 200 : 40, 128 + x % 100][band]
+                    pixels[(y * width + x) * bands + band] = UInt8(clamping: base + noise)
+                }
+            }
+        }
+        return pixels
+    }
+
+    static func loaderOnly(_ side: Int) -> ImageDecodingOptions {
+        ImageDecodingOptions(downsampleSize: CGSize(width: side, height: side), downsamplingMode: .loaderOnly)
+    }
+
+    /// `data` through loader-only downsampling to `side`, with whether the shrinking loader took it.
+    static func decodeCounting(_ data: Data, side: Int) throws -> (image: Image, fast: Bool) {
+        let before = ImageDecoder.shrinkingPNGLoads
+        let image = try ImageDecoder.decode(data, options: loaderOnly(side))
+        return (image, ImageDecoder.shrinkingPNGLoads > before)
+    }
+
+    /// The rounded mean of every `shrink` × `shrink` box of an RGBA image (smaller boxes on the right and bottom).
+    static func boxMeans(_ rgba: [UInt8], width: Int, height: Int, shrink: Int) -> [UInt8] {
+        let (outWidth, outHeight) = ((width + shrink - 1) / shrink, (height + shrink - 1) / shrink)
+        var out = [UInt8](repeating: 0, count: outWidth * outHeight * 4)
+        for oy in 0..<outHeight {
+            for ox in 0..<outWidth {
+                let (xs, ys) = (ox * shrink..<min(width, ox * shrink + shrink), oy * shrink..<min(height, oy * shrink + shrink))
+                let count = xs.count * ys.count
+                for band in 0..<4 {
+                    let sum = ys.reduce(0) { total, y in xs.reduce(total) { $0 + Int(rgba[(y * width + $1) * 4 + band]) } }
+                    out[(oy * outWidth + ox) * 4 + band] = UInt8((sum + count / 2) / count)
+                }
+            }
+        }
+        return out
+    }
+
+    @Test("every row filter decodes to libvips' pixels, grey and RGB, in IDAT chunks of any size", arguments: [
+        (bands: 3, filters: [UInt8]([0, 1, 2, 3, 4]), idat: 1 << 20), (bands: 1, filters: [4, 3, 2, 1, 0], idat: 4099),
+        (bands: 3, filters: [4], idat: 1), (bands: 3, filters: [3, 2], idat: 65_536),
+    ])
+    func filtersMatchLibvips(bands: Int, filters: [UInt8], idat: Int) throws {
+        let (width, height) = (173, 91)
+        let png = PNGFile.make(pixels: Self.samples(width: width, height: height, bands: bands), width: width, height: height,
+                               bands: bands, filters: filters, idatSize: idat)
+        // A target of at least half the longer side: no shrink, so the loader's rows are the image.
+        let (image, fast) = try Self.decodeCounting(png, side: 100)
+        #expect(fast, "the shrinking loader took the file")
+        let reference = try ImageDecoder.decode(png)
+        #expect(image.width == width && image.height == height)
+        #expect(try image.rgbaPixels() == reference.rgbaPixels())
+    }
+
+    @Test("a shrink averages boxes of whole pixels; the edge boxes are smaller", arguments: [(1, 3), (3, 2), (3, 3), (3, 5)])
+    func boxShrink(bands: Int, shrink: Int) throws {
+        let (width, height) = (301, 205)
+        let png = PNGFile.make(pixels: Self.samples(width: width, height: height, bands: bands), width: width, height: height,
+                               bands: bands, filters: [1, 4, 2])
+        // 301 / (2 × 50) = 3 and so on: the largest shrink that leaves twice the target.
+        let side = width / (2 * shrink)
+        #expect(ImageDecoder.pngShrink(longerSide: width, atLeast: side) == shrink)
+        let (image, fast) = try Self.decodeCounting(png, side: side)
+        #expect(fast, "the shrinking loader took the file")
+        #expect(image.width == (width + shrink - 1) / shrink && image.height == (height + shrink - 1) / shrink,
+                "got \(image.width)x\(image.height)")
+        let full = try ImageDecoder.decode(png).rgbaPixels()
+        #expect(try image.rgbaPixels() == Self.boxMeans(full, width: width, height: height, shrink: shrink))
+    }
+
+    @Test("a zlib-compressed PNG from libvips, whole and in 997-byte IDAT chunks, decodes to libvips' pixels")
+    func compressedStream() throws {
+        let photo = try FastReduceTests.photo(width: 640, height: 480, bands: 3)
+        let source = Image(vips: photo, frameHeight: photo.height, frameCount: 1, scale: 1, originalFormat: .unknown,
+                           frameDelays: [], loopCount: 0, sourceFingerprint: nil)
+        for png in [try source.encoded(as: .png()), PNGFile.rechunked(try source.encoded(as: .png()), idatSize: 997)] {
+            let (image, fast) = try Self.decodeCounting(png, side: 160)
+            #expect(fast, "the shrinking loader took the file")
+            #expect(image.width == 320 && image.height == 240)
+            let full = try ImageDecoder.decode(png).rgbaPixels()
+            #expect(try image.rgbaPixels() == Self.boxMeans(full, width: 640, height: 480, shrink: 2))
+        }
+    }
+
+    @Test("PNGs outside the loader's set are left to libvips and resized exactly")
+    func othersGoToLibvips() throws {
+        let (width, height) = (240, 160)
+        let rgb = Self.samples(width: width, height: height, bands: 3)
+        func plain(_ extra: [(type: String, body: [UInt8])]) -> Data {
+            PNGFile.make(pixels: rgb, width: width, height: height, bands: 3, filters: [1], extra: extra)
+        }
+        let cases: [(String, Data)] = [
+            ("RGBA", PNGFile.make(pixels: Self.samples(width: width, height: height, bands: 4), width: width, height: height, bands: 4)),
+            ("grey and alpha", PNGFile.make(pixels: Self.samples(width: width, height: height, bands: 2), width: width, height: height, bands: 2)),
+            ("16-bit", PNGFile.make(pixels: Self.samples(width: width * 2, height: height, bands: 3), width: width, height: height,
+                                    bands: 3, depth: 16)),
+            ("interlaced", try TestImages.encodedGradient(.png(interlaced: true), width: width, height: height)),
+            ("palette", PNGFile.make(pixels: [UInt8](repeating: 0, count: width * height), width: width, height: height, bands: 1,
+                                     extra: [("PLTE", [10, 20, 30])]).replacingColourType(with: 3)),
+            ("tRNS", plain([("tRNS", [0, 1, 0, 2, 0, 3])])),
+            ("iCCP", plain([("iCCP", Array("icc\0\0".utf8) + [0x78, 0x01, 0x01, 0x00, 0x00, 0xFF, 0xFF, 0, 0, 0, 1])])),
+            ("eXIf", plain([("eXIf", [0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 0])])),
+            ("tEXt", plain([("tEXt", Array("Comment\0hello".utf8))])),
+            ("unknown chunk", plain([("prVt", [1, 2, 3])])),
+        ]
+        for (name, png) in cases {
+            let (image, fast) = try Self.decodeCounting(png, side: 60)
+            #expect(!fast, "\(name): the shrinking loader took the file")
+            #expect(max(image.width, image.height) == 60, "\(name): got \(image.width)x\(image.height), not libvips' exact resize")
+        }
+        // Chunks that change nothing libvips gives for such a file are read past.
+        let harmless = plain([("gAMA", [0, 0, 0xB1, 0x8F]), ("sRGB", [0]), ("pHYs", [0, 0, 0x0B, 0x13, 0, 0, 0x0B, 0x13, 1]),
+                              ("PLTE", [1, 2, 3]), ("tIME", [7, 0xEA, 11, 25, 12, 0, 0])])
+        #expect(try Self.decodeCounting(harmless, side: 60).fast, "gAMA, sRGB, pHYs, a suggested palette and tIME are read past")
+    }
+
+    @Test("damaged PNGs are left to libvips, which decides as it does without the loader", arguments: [
+        "bad IDAT CRC", "bad deflate data", "short stream", "stream past the rows", "unknown filter", "truncated file", "bad Adler-32",
+    ])
+    func damageGoesToLibvips(damage: String) throws {
+        let (width, height) = (120, 80)
+        let pixels = Self.samples(width: width, height: height, bands: 3)
+        let good = PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, filters: [2, 4], idatSize: 5000)
+        var bytes = [UInt8](good)
+        let idat = try #require(Self.offset(of: "IDAT", in: bytes))
+        switch damage {
+        case "bad IDAT CRC": bytes[idat + 40] ^= 0x55
+        case "bad deflate data": bytes = Self.recrc(bytes, chunkAt: idat) { $0[0] = 0x78; $0[1] = 0x01; $0[2] = 0x07 }
+        case "short stream": bytes = [UInt8](PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, streamRows: height - 3))
+        case "stream past the rows": bytes = [UInt8](PNGFile.make(pixels: pixels + pixels, width: width, height: height, bands: 3,
+                                                                    streamRows: 2 * height))
+        case "unknown filter": bytes = [UInt8](PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, filters: [0, 0, 7]))
+        case "truncated file": bytes = Array(bytes.prefix(bytes.count / 2))
+        default: bytes = Self.recrc(bytes, lastIDATIn: bytes) { $0[$0.count - 1] ^= 0x01 }
+        }
+        let data = Data(bytes)
+        let before = ImageDecoder.shrinkingPNGLoads
+        let fast = Result { () throws(HalcyonError) in try ImageDecoder.decode(data, options: Self.loaderOnly(30)).width }
+        #expect(ImageDecoder.shrinkingPNGLoads == before, "the shrinking loader took a damaged file")
+        let exact = Result { () throws(HalcyonError) in
+            try ImageDecoder.decode(data, options: ImageDecodingOptions(downsampleSize: CGSize(width: 30, height: 30))).width
+        }
+        switch (fast, exact) {
+        case (.success(let a), .success(let b)): #expect(a == b)
+        case (.failure(let a), .failure(let b)): #expect(Self.kind(a) == Self.kind(b), "\(a) vs \(b)")
+        default: Issue.record("loader-only gave \(fast), exact downsampling \(exact)")
+        }
+    }
+
+    @Test("a raised RenderCancellation stops the loader, with no fallback to libvips")
+    func cancelStops() throws {
+        let (width, height) = (900, 700)
+        let png = PNGFile.make(pixels: Self.samples(width: width, height: height, bands: 3), width: width, height: height, bands: 3)
+        let cancellation = RenderCancellation()
+        let before = ImageDecoder.shrinkingPNGLoads
+        let failure = Locked<HalcyonError?>(nil)
+        #expect(throws: HalcyonError.self) {
+            try cancellation.run { () throws(HalcyonError) -> Int in
+                cancellation.cancel()
+                do throws(HalcyonError) {
+                    return try ImageDecoder.decode(png, options: Self.loaderOnly(100)).width
+                } catch {
+                    failure.withLock { $0 = error }
+                    throw error
+                }
+            }
+        }
+        let reason = failure.withLock { $0 }.map { "\($0)" } ?? "nothing"
+        #expect(reason.contains("cancelled"), "the decode itself stopped: \(reason)")
+        #expect(ImageDecoder.shrinkingPNGLoads == before)
+    }
+
+    /// The error's case and, for a processor error, its reason's case. Not the message: libvips keeps one error
+    /// buffer for the process, so a message can go to another thread's failure when tests run side by side.
+    static func kind(_ error: HalcyonError) -> String {
+        guard let reason = processorReason(error) else { return "\(error)" }
+        return Mirror(reflecting: reason).children.first?.label ?? "\(reason)"
+    }
+
+    static func offset(of type: String, in bytes: [UInt8]) -> Int? {
+        let pattern = Array(type.utf8)
+        return (4..<bytes.count - 4).first { Array(bytes[$0..<$0 + 4]) == pattern }.map { $0 + 4 }
+    }
+
+    /// `bytes` with the chunk whose body starts at `body` changed by `change` and its CRC made right again.
+    static func recrc(_ bytes: [UInt8], chunkAt body: Int, _ change: (inout [UInt8]) -> Void) -> [UInt8] {
+        let length = bytes[body - 8..<body - 4].reduce(0) { $0 << 8 | Int($1) }
+        var content = Array(bytes[body..<body + length])
+        change(&content)
+        let type = String(decoding: bytes[body - 4..<body], as: UTF8.self)
+        return Array(bytes[..<(body - 8)]) + PNGFile.chunk(type, content) + Array(bytes[(body + length + 4)...])
+    }
+
+    /// `bytes` with the last IDAT chunk changed by `change`, its CRC made right again.
+    static func recrc(_ bytes: [UInt8], lastIDATIn _: [UInt8], _ change: (inout [UInt8]) -> Void) -> [UInt8] {
+        let pattern = Array("IDAT".utf8)
+        let last = (4..<bytes.count - 4).last { Array(bytes[$0..<$0 + 4]) == pattern }.map { $0 + 4 } ?? 0
+        return recrc(bytes, chunkAt: last, change)
+    }
+
+    @Test("the shrink leaves twice the target or the full size")
+    func shrinkChoice() {
+        #expect(ImageDecoder.pngShrink(longerSide: 3600, atLeast: 512) == 3)
+        #expect(ImageDecoder.pngShrink(longerSide: 4096, atLeast: 512) == 4)
+        #expect(ImageDecoder.pngShrink(longerSide: 4095, atLeast: 512) == 3)
+        #expect(ImageDecoder.pngShrink(longerSide: 1023, atLeast: 512) == 1)
+        #expect(ImageDecoder.pngShrink(longerSide: 100, atLeast: 512) == 1)
+        #expect(ImageDecoder.pngShrink(longerSide: 1_000_000, atLeast: 1) == 1024)
+    }
+}
+
+private extension Data {
+    /// The PNG with its IHDR colour type set to `type` (CRC made right again).
+    func replacingColourType(with type: UInt8) -> Data {
+        Data(PNGShrinkLoaderTests.recrc([UInt8](self), chunkAt: 16) { $0[9] = type })
+    }
+}

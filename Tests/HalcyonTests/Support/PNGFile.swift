@@ -1,0 +1,115 @@
+import Foundation
+
+/// PNG files put together byte by byte, for the shrinking PNG loader's tests:
+/// any row filter on any row, the image data split over IDAT chunks of any
+/// size, extra chunks; the deflate stream is written as stored blocks.
+enum PNGFile {
+    /// A PNG of `pixels` (8-bit samples, `bands` 1 to 4, or 16-bit ones, two bytes big-endian, with `depth` 16).
+    ///
+    /// With `streamRows`, the image data holds that many rows of `pixels` instead of `height`.
+    static func make(
+        pixels: [UInt8], width: Int, height: Int, bands: Int, depth: Int = 8, filters: [UInt8] = [0],
+        idatSize: Int = 1 << 20, extra: [(type: String, body: [UInt8])] = [], streamRows: Int? = nil
+    ) -> Data {
+        let colourType: UInt8 = [1: 0, 2: 4, 3: 2, 4: 6][bands] ?? 2
+        let header = be32(width) + be32(height) + [UInt8(depth), colourType, 0, 0, 0]
+        let rowBytes = width * bands * depth / 8
+        let raw = filtered(pixels, rowBytes: rowBytes, height: streamRows ?? height, bytesPerPixel: max(1, bands * depth / 8), filters: filters)
+        return assemble(header: header, extra: extra, stream: zlibStored(raw), idatSize: idatSize)
+    }
+
+    /// The same PNG with its image data in IDAT chunks of `idatSize` bytes and `extra` chunks before them.
+    static func rechunked(_ png: Data, idatSize: Int, extra: [(type: String, body: [UInt8])] = []) -> Data {
+        let all = chunks(of: png)
+        let header = all.first { $0.type == "IHDR" }?.body ?? []
+        let stream = all.filter { $0.type == "IDAT" }.flatMap(\.body)
+        return assemble(header: header, extra: extra, stream: stream, idatSize: idatSize)
+    }
+
+    /// Every chunk of `png`, in order.
+    static func chunks(of png: Data) -> [(type: String, body: [UInt8])] {
+        let bytes = [UInt8](png)
+        var result: [(type: String, body: [UInt8])] = []
+        var offset = 8
+        while offset + 12 <= bytes.count {
+            let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            let type = String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)
+            result.append((type, Array(bytes[offset + 8..<min(bytes.count, offset + 8 + length)])))
+            offset += 12 + length
+        }
+        return result
+    }
+
+    /// One chunk: length, type, body, CRC.
+    static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
+        let typed = Array(type.utf8) + body
+        return be32(body.count) + typed + be32(Int(TestImages.crc32(typed)))
+    }
+
+    /// The rows of `pixels`, each behind its filter byte; row `y` takes `filters[y % filters.count]`.
+    static func filtered(_ pixels: [UInt8], rowBytes: Int, height: Int, bytesPerPixel bpp: Int, filters: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity((rowBytes + 1) * height)
+        for y in 0..<height {
+            let filter = filters[y % filters.count]
+            out.append(filter)
+            for i in 0..<rowBytes {
+                let value = Int(pixels[y * rowBytes + i])
+                let left = i >= bpp ? Int(pixels[y * rowBytes + i - bpp]) : 0
+                let up = y > 0 ? Int(pixels[(y - 1) * rowBytes + i]) : 0
+                let corner = y > 0 && i >= bpp ? Int(pixels[(y - 1) * rowBytes + i - bpp]) : 0
+                let predicted: Int
+                switch filter {
+                case 1: predicted = left
+                case 2: predicted = up
+                case 3: predicted = (left + up) / 2
+                case 4: predicted = paeth(left, up, corner)
+                default: predicted = 0
+                }
+                out.append(UInt8(truncatingIfNeeded: value - predicted))
+            }
+        }
+        return out
+    }
+
+    /// A zlib stream of stored (uncompressed) deflate blocks, with its Adler-32.
+    static func zlibStored(_ raw: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [0x78, 0x01]
+        var offset = 0
+        repeat {
+            let count = min(65_535, raw.count - offset)
+            let final: UInt8 = offset + count == raw.count ? 1 : 0
+            out += [final, UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8(~count >> 8 & 0xFF)]
+            out += raw[offset..<offset + count]
+            offset += count
+        } while offset < raw.count
+        var (a, b): (UInt32, UInt32) = (1, 0)
+        for byte in raw {
+            a = (a + UInt32(byte)) % 65_521
+            b = (b + a) % 65_521
+        }
+        return out + be32(Int(b << 16 | a))
+    }
+
+    private static func assemble(header: [UInt8], extra: [(type: String, body: [UInt8])], stream: [UInt8], idatSize: Int) -> Data {
+        var file: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + chunk("IHDR", header)
+        for (type, body) in extra { file += chunk(type, body) }
+        var offset = 0
+        repeat {
+            let end = min(stream.count, offset + idatSize)
+            file += chunk("IDAT", Array(stream[offset..<end]))
+            offset = end
+        } while offset < stream.count
+        return Data(file + chunk("IEND", []))
+    }
+
+    private static func paeth(_ left: Int, _ up: Int, _ corner: Int) -> Int {
+        let estimate = left + up - corner
+        let (dl, du, dc) = (abs(estimate - left), abs(estimate - up), abs(estimate - corner))
+        return dl <= du && dl <= dc ? left : du <= dc ? up : corner
+    }
+
+    private static func be32(_ value: Int) -> [UInt8] {
+        [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+}
