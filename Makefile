@@ -8,11 +8,12 @@ OUT ?= halcyon-out
 
 .PHONY: deps test-deps test-fleet bench-fleet bench-tracing build run test test-asan test-tsan check bench bench-server soak clean
 
-## deps: install libvips-dev, libisal-dev (ISA-L's inflate, for the PNG loader) and pkg-config when missing.
+## deps: install libvips-dev, libisal-dev (ISA-L's inflate, for the PNG loader), libdeflate-dev (the PNG
+##       encoder's compression) and pkg-config when missing.
 deps:
-	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists vips libisal; then \
-		echo "==> installing libvips-dev and libisal-dev with apt"; \
-		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq pkg-config libvips-dev libisal-dev; \
+	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists vips libisal libdeflate; then \
+		echo "==> installing libvips-dev, libisal-dev and libdeflate-dev with apt"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq pkg-config libvips-dev libisal-dev libdeflate-dev; \
 	fi
 
 ## test-deps: deps, and redis-server (the shared-storage tests start their own on a free loopback port).
@@ -39,7 +40,7 @@ test: test-deps
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_SUITES)'
 
 ## test-asan: the image engine and cache tests under AddressSanitizer + LeakSanitizer (own build folder).
-ASAN_SUITES := RenderCancellationTests|FastReduceTests|PNGShrinkLoaderTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
+ASAN_SUITES := RenderCancellationTests|FastReduceTests|PNGShrinkLoaderTests|PNGDeflateEncoderTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test --disable-xctest --no-parallel --sanitize=address --scratch-path .build/asan --filter '$(ASAN_SUITES)'
 

@@ -42,9 +42,15 @@ let package = Package(
             pkgConfig: "libisal",
             providers: [.apt(["libisal-dev"])]
         ),
+        // libdeflate: the PNG encoder's compression (halcyon_pngsave.c).
+        .systemLibrary(
+            name: "CDeflate",
+            pkgConfig: "libdeflate",
+            providers: [.apt(["libdeflate-dev"])]
+        ),
         .target(
             name: "CHalcyonVips",
-            dependencies: ["CVips", "CIsal"]
+            dependencies: ["CVips", "CIsal", "CDeflate"]
         ),
         .target(
             name: "Halcyon",

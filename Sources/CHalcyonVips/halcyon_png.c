@@ -5,16 +5,18 @@
  * streams) fills a band of at most 32 rows at a time; each row is unfiltered
  * against the one above and summed into a box of `shrink` × `shrink` source
  * pixels, and each finished row of boxes is written out as their rounded
- * mean. Memory beyond the result is the band, one row and one row of sums,
+ * mean. Memory beyond the result is the band, one row and a row of column sums,
  * whatever the source's size. Boxes on the right and bottom edges hold fewer
  * pixels when the size is not a multiple of `shrink`: the result is
  * ceil(width / shrink) × ceil(height / shrink).
  *
- * The loader is strict: every chunk's CRC and the stream's Adler-32 are
- * checked, and anything outside the set above, or damaged in any way, is
- * left to libvips' loader (return 1) so that it reports the problem, or
- * tolerates it, by the caller's fail-on level. The current RenderCancellation
- * flag is looked at before each band.
+ * The loader is strict: the CRC of every chunk up to the end of the image
+ * data, the zlib header and the stream's Adler-32 are checked, and anything
+ * outside the set above, or damaged in any way, is left to libvips' loader
+ * (return 1) so that it reports the problem, or tolerates it, by the caller's
+ * fail-on level. Like libvips, it reads no chunk after the image data. The
+ * resolution is libvips' too: the first pHYs chunk, or 72 dpi without one.
+ * The current RenderCancellation flag is looked at before each band.
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
@@ -35,18 +37,21 @@ static _Thread_local unsigned long hc_png_runs;
 
 unsigned long hc_png_fast_count(void) { return hc_png_runs; }
 
+/* The big-endian 32-bit number at p. */
 static uint32_t hc_be32(const unsigned char *p) {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
 /* MARK: - Chunks */
 
+/* The file and the offset of the next chunk in it. */
 typedef struct {
     const unsigned char *data;
     size_t length;
     size_t next;
 } hc_png_reader;
 
+/* One chunk: its type as a big-endian number, and its body inside the file. */
 typedef struct {
     uint32_t type;
     uint32_t length;
@@ -73,6 +78,7 @@ static int hc_png_next_chunk(hc_png_reader *reader, hc_png_chunk *chunk) {
     return 0;
 }
 
+/* What IHDR and the chunks before the image data say; resolution in pixels per millimetre. */
 typedef struct {
     uint32_t width;
     uint32_t height;
@@ -81,10 +87,20 @@ typedef struct {
     double yres;
 } hc_png_header;
 
+/* libvips' resolution from a pHYs chunk: pixels per metre as pixels per millimetre, other units as they are. */
+static void hc_png_read_resolution(const hc_png_chunk *chunk, hc_png_header *header) {
+    if (chunk->length != 9) {
+        return;
+    }
+    double scale = chunk->body[8] == 1 ? 1000.0 : 1.0;
+    header->xres = hc_be32(chunk->body) / scale;
+    header->yres = hc_be32(chunk->body + 4) / scale;
+}
+
 /* Reads IHDR and the chunks up to the first IDAT (left in *idat); -1 when the
- * file is outside the loader's set. Chunks that change nothing libvips would
- * give for such a file are skipped; any other (tRNS, iCCP, eXIf, text, unknown
- * ones) sends the file to libvips. */
+ * file is outside the loader's set. Chunks that change neither the pixels nor
+ * the metadata libvips 8.14 gives for such a file are skipped; any other
+ * (tRNS, iCCP, eXIf, bKGD, text, unknown ones) sends the file to libvips. */
 static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_png_chunk *idat) {
     static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     if (reader->length < 8 || memcmp(reader->data, signature, 8) != 0) {
@@ -104,7 +120,9 @@ static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_p
         return -1;
     }
     header->bands = colour == 2 ? 3 : 1;
-    header->xres = header->yres = 1.0;
+    /* 72 dpi, as libvips says without a pHYs chunk (2834 pixels per metre). */
+    header->xres = header->yres = 2.834;
+    int resolution_read = 0;
     for (;;) {
         if (hc_png_next_chunk(reader, &chunk) != 0) {
             return -1;
@@ -114,10 +132,9 @@ static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_p
             *idat = chunk;
             return 0;
         case HC_PNG_TYPE('p', 'H', 'Y', 's'):
-            /* Pixels per metre, as libvips reads it: pixels per millimetre. */
-            if (chunk.length == 9 && chunk.body[8] == 1) {
-                header->xres = hc_be32(chunk.body) / 1000.0;
-                header->yres = hc_be32(chunk.body + 4) / 1000.0;
+            /* libpng keeps the first one. */
+            if (!resolution_read++) {
+                hc_png_read_resolution(&chunk, header);
             }
             break;
         case HC_PNG_TYPE('P', 'L', 'T', 'E'):
@@ -130,7 +147,6 @@ static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_p
         case HC_PNG_TYPE('c', 'H', 'R', 'M'):
         case HC_PNG_TYPE('s', 'R', 'G', 'B'):
         case HC_PNG_TYPE('s', 'B', 'I', 'T'):
-        case HC_PNG_TYPE('b', 'K', 'G', 'D'):
         case HC_PNG_TYPE('t', 'I', 'M', 'E'):
             break;
         default:
@@ -141,6 +157,7 @@ static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_p
 
 /* MARK: - Rows */
 
+/* The Paeth predictor: of left, up and corner, the one nearest left + up - corner (ties in that order). */
 static inline unsigned char hc_paeth(int left, int up, int corner) {
     int estimate = left + up - corner;
     int dl = abs(estimate - left), du = abs(estimate - up), dc = abs(estimate - corner);
@@ -185,6 +202,7 @@ static int hc_png_unfilter(unsigned char *row, const unsigned char *up, size_t n
 
 /* MARK: - Shrinking */
 
+/* Where rows go: the result, and the column sums of the rows of the current row of boxes. */
 typedef struct {
     VipsImage *image;
     int width;
@@ -197,105 +215,131 @@ typedef struct {
     unsigned char *line;
 } hc_png_sink;
 
-/* Adds one unfiltered source row (the last one when `last`) to the boxes; writes a row of means when they are full. */
+/* Adds one unfiltered source row (the last one when `last`) to the column sums; when `shrink` rows are in
+ * (or at the last row), sums them across in boxes and writes a row of rounded means. The add is one pass
+ * over the row that the compiler vectorizes; the boxes are summed once per row of output. */
 static int hc_png_sink_row(hc_png_sink *sink, const unsigned char *row, int last) {
     if (sink->shrink == 1) {
+        /* libvips copies the row; the cast only drops const. */
         return vips_image_write_line(sink->image, sink->out_y++, (VipsPel *)row);
+    }
+    const size_t rowbytes = (size_t)sink->width * sink->bands;
+    uint32_t *restrict sums = sink->sums;
+    for (size_t i = 0; i < rowbytes; i++) {
+        sums[i] += row[i];
+    }
+    if (++sink->rows < sink->shrink && !last) {
+        return 0;
     }
     const int bands = sink->bands, shrink = sink->shrink;
     for (int ox = 0; ox < sink->out_width; ox++) {
         int x0 = ox * shrink, x1 = x0 + shrink < sink->width ? x0 + shrink : sink->width;
+        uint32_t count = (uint32_t)((x1 - x0) * sink->rows);
         for (int b = 0; b < bands; b++) {
             uint32_t sum = 0;
             for (int x = x0; x < x1; x++) {
-                sum += row[(size_t)x * bands + b];
+                sum += sums[(size_t)x * bands + b];
             }
-            sink->sums[(size_t)ox * bands + b] += sum;
+            sink->line[(size_t)ox * bands + b] = (unsigned char)((sum + count / 2) / count);
         }
     }
-    if (++sink->rows < shrink && !last) {
-        return 0;
-    }
-    for (int ox = 0; ox < sink->out_width; ox++) {
-        int x0 = ox * shrink, columns = (x0 + shrink < sink->width ? shrink : sink->width - x0);
-        uint32_t count = (uint32_t)(columns * sink->rows);
-        for (int b = 0; b < bands; b++) {
-            size_t i = (size_t)ox * bands + b;
-            sink->line[i] = (unsigned char)((sink->sums[i] + count / 2) / count);
-        }
-    }
-    memset(sink->sums, 0, (size_t)sink->out_width * bands * sizeof(uint32_t));
+    memset(sums, 0, rowbytes * sizeof(uint32_t));
     sink->rows = 0;
     return vips_image_write_line(sink->image, sink->out_y++, sink->line);
 }
 
 /* MARK: - Inflating */
 
+/* The IDAT chunks as one zlib stream. */
 typedef struct {
     hc_png_reader *reader;
     struct inflate_state *state;
 } hc_png_stream;
 
-/* Fills `length` bytes at `out` from the IDAT stream; -1 on a damaged or short stream. */
-static int hc_png_inflate(hc_png_stream *stream, unsigned char *out, size_t length) {
+/* One step of the stream: an inflate call, or, when a call changes nothing with
+ * no input left, the next IDAT chunk as input. ISA-L takes all its input into
+ * its bit buffer and may hold decoded bytes back in its own buffer, so an empty
+ * input does not mean it needs more. -1 on damage, or when it needs input and
+ * the next chunk is not an IDAT. Each step makes progress or reads a chunk (at
+ * least 12 bytes of the file), so hostile input cannot loop for ever. */
+static int hc_png_step(hc_png_stream *stream) {
+    struct inflate_state *state = stream->state;
+    uint32_t in_before = state->avail_in, out_before = state->avail_out;
+    int block_before = (int)state->block_state;
+    int status = isal_inflate(state);
+    if (status < 0 || status == ISAL_NEED_DICT) {
+        return -1;
+    }
+    if (state->avail_in != in_before || state->avail_out != out_before || (int)state->block_state != block_before) {
+        return 0;
+    }
+    hc_png_chunk chunk;
+    if (state->avail_in != 0 || hc_png_next_chunk(stream->reader, &chunk) != 0 ||
+        chunk.type != HC_PNG_TYPE('I', 'D', 'A', 'T')) {
+        return -1;
+    }
+    state->next_in = (uint8_t *)chunk.body;
+    state->avail_in = chunk.length;
+    return 0;
+}
+
+/* Fills `length` bytes at `out` from the stream; -1 on a damaged or short stream. */
+static int hc_png_inflate(hc_png_stream *stream, unsigned char *out, uint32_t length) {
     struct inflate_state *state = stream->state;
     state->next_out = out;
-    state->avail_out = (uint32_t)length;
+    state->avail_out = length;
     while (state->avail_out > 0) {
-        if (state->block_state == ISAL_BLOCK_FINISH) {
-            return -1;
-        }
-        if (state->avail_in == 0) {
-            hc_png_chunk chunk;
-            if (hc_png_next_chunk(stream->reader, &chunk) != 0 || chunk.type != HC_PNG_TYPE('I', 'D', 'A', 'T')) {
-                return -1;
-            }
-            state->next_in = (uint8_t *)chunk.body;
-            state->avail_in = chunk.length;
-            continue;
-        }
-        uint32_t in_before = state->avail_in, out_before = state->avail_out;
-        int status = isal_inflate(state);
-        if (status < 0 || status == ISAL_NEED_DICT) {
-            return -1;
-        }
-        if (state->avail_in == in_before && state->avail_out == out_before && state->block_state != ISAL_BLOCK_FINISH) {
+        if (state->block_state == ISAL_BLOCK_FINISH || hc_png_step(stream) != 0) {
             return -1;
         }
     }
     return 0;
 }
 
-/* After the last row: the stream must end here, with its Adler-32 right. */
+/* After the last row: the stream must end with no more bytes, its Adler-32 right. */
 static int hc_png_finish(hc_png_stream *stream) {
     unsigned char extra[64];
     struct inflate_state *state = stream->state;
     while (state->block_state != ISAL_BLOCK_FINISH) {
-        if (state->avail_in == 0) {
-            hc_png_chunk chunk;
-            if (hc_png_next_chunk(stream->reader, &chunk) != 0 || chunk.type != HC_PNG_TYPE('I', 'D', 'A', 'T')) {
-                return -1;
-            }
-            state->next_in = (uint8_t *)chunk.body;
-            state->avail_in = chunk.length;
-            continue;
-        }
-        uint32_t in_before = state->avail_in;
         state->next_out = extra;
         state->avail_out = sizeof extra;
-        int status = isal_inflate(state);
-        if (status < 0 || status == ISAL_NEED_DICT || state->avail_out != sizeof extra) {
-            return -1;
-        }
-        if (state->avail_in == in_before && state->block_state != ISAL_BLOCK_FINISH) {
+        if (hc_png_step(stream) != 0 || state->avail_out != sizeof extra) {
             return -1;
         }
     }
     return 0;
 }
 
+/* Whether the stream starts with a zlib header zlib itself takes: deflate, a window of at most 32 KiB (which
+ * ISA-L then holds back-references to), no preset dictionary. The two bytes may lie in different IDATs; the
+ * reader is not moved. */
+static int hc_png_zlib_header_ok(const hc_png_reader *reader, const hc_png_chunk *idat, struct inflate_state *state) {
+    unsigned char header[2];
+    size_t have = 0;
+    hc_png_reader ahead = *reader;
+    hc_png_chunk chunk = *idat;
+    for (;;) {
+        for (uint32_t i = 0; i < chunk.length && have < 2; i++) {
+            header[have++] = chunk.body[i];
+        }
+        if (have == 2) {
+            break;
+        }
+        if (hc_png_next_chunk(&ahead, &chunk) != 0 || chunk.type != HC_PNG_TYPE('I', 'D', 'A', 'T')) {
+            return 0;
+        }
+    }
+    int cmf = header[0], flags = header[1];
+    if ((cmf & 0x0f) != 8 || (cmf >> 4) > 7 || (cmf * 256 + flags) % 31 != 0 || (flags & 0x20) != 0) {
+        return 0;
+    }
+    state->hist_bits = (uint32_t)(cmf >> 4) + 8;
+    return 1;
+}
+
 /* MARK: - Loading */
 
+/* The loader's working memory, apart from the result. */
 typedef struct {
     struct inflate_state *state;
     unsigned char *band;
@@ -312,9 +356,10 @@ static void hc_png_buffers_free(hc_png_buffers *buffers) {
     free(buffers->line);
 }
 
-/* Inflates, unfilters and shrinks every row into sink; 1 on damage, -1 when cancelled. */
+/* Inflates, unfilters and shrinks every row into sink; 1 on damage, -1 when cancelled or when libvips could
+ * not take a row (its error set). */
 static int hc_png_decode_rows(hc_png_stream *stream, const hc_png_header *header, hc_png_buffers *buffers,
-                              size_t band_rows, hc_png_sink *sink) {
+                              uint32_t band_rows, hc_png_sink *sink) {
     const size_t rowbytes = (size_t)header->width * header->bands, stride = rowbytes + 1;
     const unsigned char *up = buffers->previous;
     for (uint32_t y = 0; y < header->height;) {
@@ -322,68 +367,86 @@ static int hc_png_decode_rows(hc_png_stream *stream, const hc_png_header *header
             vips_error("halcyon", "%s", "cancelled");
             return -1;
         }
-        size_t rows = header->height - y < band_rows ? header->height - y : band_rows;
-        if (hc_png_inflate(stream, buffers->band, rows * stride) != 0) {
+        uint32_t rows = header->height - y < band_rows ? header->height - y : band_rows;
+        if (hc_png_inflate(stream, buffers->band, (uint32_t)(rows * stride)) != 0) {
             return 1;
         }
-        for (size_t r = 0; r < rows; r++) {
+        for (uint32_t r = 0; r < rows; r++) {
             unsigned char *row = buffers->band + r * stride;
-            if (hc_png_unfilter(row + 1, up, rowbytes, header->bands, row[0]) != 0 ||
-                hc_png_sink_row(sink, row + 1, y + r + 1 == header->height) != 0) {
+            if (hc_png_unfilter(row + 1, up, rowbytes, header->bands, row[0]) != 0) {
                 return 1;
+            }
+            if (hc_png_sink_row(sink, row + 1, y + r + 1 == header->height) != 0) {
+                return -1;
             }
             up = row + 1;
         }
         memcpy(buffers->previous, up, rowbytes);
         up = buffers->previous;
-        y += (uint32_t)rows;
+        y += rows;
     }
     return hc_png_finish(stream) == 0 ? 0 : 1;
 }
 
+/* Decodes into a new memory image of the shrunk size; the result codes of hc_png_load_shrunk. */
+static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, const hc_png_chunk *idat, int shrink,
+                         VipsImage **out) {
+    const size_t rowbytes = (size_t)header->width * header->bands, stride = rowbytes + 1;
+    size_t band_rows = HC_PNG_BAND_BYTES / stride;
+    band_rows = band_rows < 1 ? 1 : band_rows > HC_PNG_BAND_ROWS ? HC_PNG_BAND_ROWS : band_rows;
+    /* A band is inflated in one call, whose size ISA-L takes as 32 bits. */
+    if (band_rows * stride > UINT32_MAX) {
+        return 1;
+    }
+    const int out_width = (int)((header->width + (uint32_t)shrink - 1) / (uint32_t)shrink);
+    const int out_height = (int)((header->height + (uint32_t)shrink - 1) / (uint32_t)shrink);
+    hc_png_buffers buffers = {
+        malloc(sizeof(struct inflate_state)), malloc(band_rows * stride), calloc(rowbytes, 1),
+        calloc(rowbytes, sizeof(uint32_t)), malloc((size_t)out_width * header->bands),
+    };
+    VipsImage *image = NULL;
+    int result = 1;
+    if (buffers.state != NULL && buffers.band != NULL && buffers.previous != NULL && buffers.sums != NULL &&
+        buffers.line != NULL && (image = vips_image_new_memory()) != NULL) {
+        isal_inflate_init(buffers.state);
+        buffers.state->crc_flag = ISAL_ZLIB;
+        buffers.state->next_in = (uint8_t *)idat->body;
+        buffers.state->avail_in = idat->length;
+        vips_image_init_fields(image, out_width, out_height, header->bands, VIPS_FORMAT_UCHAR, VIPS_CODING_NONE,
+                               header->bands == 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W, header->xres,
+                               header->yres);
+        if (!hc_png_zlib_header_ok(reader, idat, buffers.state)) {
+            result = 1;
+        } else if (vips_image_write_prepare(image) != 0) {
+            result = -1;
+        } else {
+            hc_png_stream stream = {reader, buffers.state};
+            hc_png_sink sink = {image, (int)header->width, header->bands, shrink, out_width, 0, 0, buffers.sums, buffers.line};
+            result = hc_png_decode_rows(&stream, header, &buffers, (uint32_t)band_rows, &sink);
+        }
+    }
+    hc_png_buffers_free(&buffers);
+    if (result != 0) {
+        if (image != NULL) {
+            g_object_unref(image);
+        }
+        return result;
+    }
+    *out = image;
+    return 0;
+}
+
 int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out) {
+    *out = NULL;
     hc_png_reader reader = {buffer, length, 0};
     hc_png_header header;
     hc_png_chunk idat;
     if (shrink < 1 || shrink > HC_PNG_MAX_SHRINK || hc_png_read_header(&reader, &header, &idat) != 0) {
         return 1;
     }
-    const size_t rowbytes = (size_t)header.width * header.bands, stride = rowbytes + 1;
-    size_t band_rows = HC_PNG_BAND_BYTES / stride;
-    band_rows = band_rows < 1 ? 1 : band_rows > HC_PNG_BAND_ROWS ? HC_PNG_BAND_ROWS : band_rows;
-    const int out_width = (int)((header.width + (uint32_t)shrink - 1) / (uint32_t)shrink);
-    const int out_height = (int)((header.height + (uint32_t)shrink - 1) / (uint32_t)shrink);
-
-    hc_png_buffers buffers = {
-        malloc(sizeof(struct inflate_state)), malloc(band_rows * stride), calloc(rowbytes, 1),
-        calloc((size_t)out_width * header.bands, sizeof(uint32_t)), malloc((size_t)out_width * header.bands),
-    };
-    VipsImage *image = vips_image_new_memory();
-    if (buffers.state == NULL || buffers.band == NULL || buffers.previous == NULL || buffers.sums == NULL ||
-        buffers.line == NULL) {
-        hc_png_buffers_free(&buffers);
-        g_object_unref(image);
-        return 1;
+    int result = hc_png_decode(&reader, &header, &idat, shrink, out);
+    if (result == 0) {
+        hc_png_runs++;
     }
-    vips_image_init_fields(image, out_width, out_height, header.bands, VIPS_FORMAT_UCHAR, VIPS_CODING_NONE,
-                           header.bands == 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W, header.xres,
-                           header.yres);
-    int result = 1;
-    if (vips_image_write_prepare(image) == 0) {
-        isal_inflate_init(buffers.state);
-        buffers.state->crc_flag = ISAL_ZLIB;
-        buffers.state->next_in = (uint8_t *)idat.body;
-        buffers.state->avail_in = idat.length;
-        hc_png_stream stream = {&reader, buffers.state};
-        hc_png_sink sink = {image, (int)header.width, header.bands, shrink, out_width, 0, 0, buffers.sums, buffers.line};
-        result = hc_png_decode_rows(&stream, &header, &buffers, band_rows, &sink);
-    }
-    hc_png_buffers_free(&buffers);
-    if (result != 0) {
-        g_object_unref(image);
-        return result;
-    }
-    hc_png_runs++;
-    *out = image;
-    return 0;
+    return result;
 }

@@ -274,6 +274,8 @@ int hc_is_uchar_srgb(const VipsImage *image) {
 }
 
 int hc_orientation(VipsImage *image) { return vips_image_get_orientation(image); }
+double hc_xres(const VipsImage *image) { return vips_image_get_xres(image); }
+double hc_yres(const VipsImage *image) { return vips_image_get_yres(image); }
 
 const char *hc_interpretation(VipsImage *image) {
     const char *nick = vips_enum_nick(VIPS_TYPE_INTERPRETATION, vips_image_get_interpretation(image));
@@ -517,6 +519,17 @@ int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t
 }
 
 int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, size_t *length) {
+    if (!interlace) {
+        /* libdeflate for plain 8-bit images (halcyon_pngsave.c); libpng for the rest. */
+        int fast = hc_png_save_fast(in, compression, buffer, length);
+        if (fast <= 0) {
+            return fast;
+        }
+    }
+    return hc_pngsave_libpng(in, compression, interlace, buffer, length);
+}
+
+int hc_pngsave_libpng(VipsImage *in, int compression, int interlace, void **buffer, size_t *length) {
     VipsImage *guarded = hc_cancel_guard(in);
     /* The sub row filter: photographic rows deflate a quarter smaller than unfiltered ones (libvips' default) for no
      * more time; trying every filter per row (libpng's adaptive choice) costs several times the encode. */

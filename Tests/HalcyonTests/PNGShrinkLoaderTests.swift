@@ -1,3 +1,4 @@
+import CHalcyonVips
 import Foundation
 @testable import Halcyon
 import Testing
@@ -97,6 +98,38 @@ struct PNGShrinkLoaderTests {
         }
     }
 
+    @Test("PNGs in real zlib streams take the loader: libpng's in 8 KiB IDATs, libdeflate's whole and re-chunked",
+          arguments: [(64, 48), (300, 200), (1000, 700)])
+    func realStreams(width: Int, height: Int) throws {
+        let photo = try FastReduceTests.photo(width: width, height: height, bands: 3)
+        let image = Image(vips: photo, frameHeight: height, frameCount: 1, scale: 1, originalFormat: .unknown,
+                          frameDelays: [], loopCount: 0, sourceFingerprint: nil)
+        let libpng = try photo.saved(as: .png) { hc_pngsave_libpng($0, 6, 0, $1, $2) }
+        let libdeflate = try image.encoded(as: .png())
+        for (name, png) in [("libpng", libpng), ("libdeflate", libdeflate), ("8 KiB IDATs", PNGFile.rechunked(libdeflate, idatSize: 8192))] {
+            // Half the longer side: no shrink, so the loader's rows are the image.
+            let (decoded, fast) = try Self.decodeCounting(png, side: width / 2)
+            #expect(fast, "\(name): the shrinking loader took the file")
+            #expect(try decoded.rgbaPixels() == ImageDecoder.decode(png).rgbaPixels(), "\(name)")
+        }
+    }
+
+    @Test("the resolution is libvips': 72 dpi without pHYs, else the first pHYs, in pixels per metre or its own unit")
+    func resolution() throws {
+        let (width, height) = (40, 30)
+        let pixels = Self.samples(width: width, height: height, bands: 3)
+        func pHYs(_ x: Int, _ y: Int, unit: UInt8) -> (type: String, body: [UInt8]) {
+            ("pHYs", PNGFile.be32(x) + PNGFile.be32(y) + [unit])
+        }
+        for extra in [[], [pHYs(3780, 3780, unit: 1)], [pHYs(2, 3, unit: 0)], [pHYs(5000, 6000, unit: 1), pHYs(1000, 1000, unit: 1)]] {
+            let png = PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, extra: extra)
+            let (image, fast) = try Self.decodeCounting(png, side: width / 2)
+            #expect(fast, "\(extra.count) pHYs chunks: the shrinking loader took the file")
+            let (got, libvips) = (image.vips.resolution, try ImageDecoder.decode(png).vips.resolution)
+            #expect(abs(got.x - libvips.x) < 1e-9 && abs(got.y - libvips.y) < 1e-9, "\(extra.count) pHYs: \(got) vs libvips' \(libvips)")
+        }
+    }
+
     @Test("PNGs outside the loader's set are left to libvips and resized exactly")
     func othersGoToLibvips() throws {
         let (width, height) = (240, 160)
@@ -116,6 +149,7 @@ struct PNGShrinkLoaderTests {
             ("iCCP", plain([("iCCP", Array("icc\0\0".utf8) + [0x78, 0x01, 0x01, 0x00, 0x00, 0xFF, 0xFF, 0, 0, 0, 1])])),
             ("eXIf", plain([("eXIf", [0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 0])])),
             ("tEXt", plain([("tEXt", Array("Comment\0hello".utf8))])),
+            ("bKGD", plain([("bKGD", [0, 1, 0, 2, 0, 3])])),
             ("unknown chunk", plain([("prVt", [1, 2, 3])])),
         ]
         for (name, png) in cases {
@@ -131,6 +165,7 @@ struct PNGShrinkLoaderTests {
 
     @Test("damaged PNGs are left to libvips, which decides as it does without the loader", arguments: [
         "bad IDAT CRC", "bad deflate data", "short stream", "stream past the rows", "unknown filter", "truncated file", "bad Adler-32",
+        "zlib window over 32 KiB",
     ])
     func damageGoesToLibvips(damage: String) throws {
         let (width, height) = (120, 80)
@@ -146,6 +181,7 @@ struct PNGShrinkLoaderTests {
                                                                     streamRows: 2 * height))
         case "unknown filter": bytes = [UInt8](PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, filters: [0, 0, 7]))
         case "truncated file": bytes = Array(bytes.prefix(bytes.count / 2))
+        case "zlib window over 32 KiB": bytes = Self.recrc(bytes, chunkAt: idat) { $0[0] = 0x88; $0[1] = 0x1C }
         default: bytes = Self.recrc(bytes, lastIDATIn: bytes) { $0[$0.count - 1] ^= 0x01 }
         }
         let data = Data(bytes)

@@ -69,7 +69,8 @@ int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
 /** Decodes an 8-bit greyscale or RGB PNG that is not interlaced and has no transparency, colour profile or
  *  EXIF, box-shrunk by `shrink` (1...1024) while it inflates (halcyon_png.c): 0 and a new image in memory,
  *  ceil(width / shrink) x ceil(height / shrink); 1 for any other or damaged PNG, which is left to libvips'
- *  loader (no error set); -1 with "cancelled" when the current RenderCancellation flag is raised. */
+ *  loader (no error set); -1 with libvips' error set when the current RenderCancellation flag is raised
+ *  ("cancelled") or libvips could not take the result. */
 int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out);
 /** How many PNGs hc_png_load_shrunk decoded on the calling thread (for tests). */
 unsigned long hc_png_fast_count(void);
@@ -92,6 +93,9 @@ int hc_n_pages(VipsImage *image);
 int hc_is_uchar_srgb(const VipsImage *image);
 /** The EXIF orientation, 1 to 8 (1 when absent or invalid). */
 int hc_orientation(VipsImage *image);
+/** The resolution in pixels per millimetre. */
+double hc_xres(const VipsImage *image);
+double hc_yres(const VipsImage *image);
 /** libvips' name of the image's colour interpretation (srgb, b-w, cmyk, rgb16, …); never NULL. */
 const char *hc_interpretation(VipsImage *image);
 /** 1 when the image carries metadata field `name` (exif-data, xmp-data, icc-profile-data, …). */
@@ -173,7 +177,17 @@ int hc_smartcrop(VipsImage *in, int width, int height, VipsImage **out);
 /* MARK: - Saving */
 
 int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t *length);
+/** PNG at zlib level `compression` with the sub row filter. Plain 8-bit images (see hc_png_save_fast) are
+ *  compressed by libdeflate at that level, the rest (and interlaced output) by libpng. */
 int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, size_t *length);
+/** libvips' PNG saver (libpng) at zlib level `compression` with the sub row filter, whatever the image. */
+int hc_pngsave_libpng(VipsImage *in, int compression, int interlace, void **buffer, size_t *length);
+/** libdeflate's PNG encoding (halcyon_pngsave.c) of an 8-bit sRGB or grey image of 1-4 bands, at most
+ *  16 MiB of pixels, with no ICC profile, EXIF, XMP or comments: 0 and a buffer for hc_free; 1 for any
+ *  other image (no error set); -1 when cancelled or when rendering failed (libvips' error set). */
+int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length);
+/** How many images hc_png_save_fast encoded on the calling thread (for tests). */
+unsigned long hc_png_save_count(void);
 int hc_gifsave(VipsImage *in, void **buffer, size_t *length);
 int hc_webpsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);
 int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);

@@ -20,7 +20,8 @@ public enum ImageEncoder {
             let flat = try source.flattened(background: [255, 255, 255])
             return try flat.saved(as: format) { hc_jpegsave($0, clamp(quality), progressive ? 1 : 0, $1, $2) }
         case .png(let interlaced):
-            // zlib level 4 with the sub filter: as fast as level 6 unfiltered and a quarter smaller on photographs.
+            // Level 4 with the sub filter: as fast as zlib's level 6 unfiltered and a quarter smaller on photographs.
+            // Plain 8-bit images are compressed by libdeflate (about twice zlib's speed), the rest by libpng.
             return try source.saved(as: format) { hc_pngsave($0, 4, interlaced ? 1 : 0, $1, $2) }
         case .gif:
             return try source.saved(as: format) { hc_gifsave($0, $1, $2) }
@@ -54,6 +55,9 @@ public enum ImageEncoder {
             }
         }
     }
+
+    /// How many PNGs libdeflate encoded on the calling thread (for tests).
+    static var libdeflatePNGCount: Int { Int(hc_png_save_count()) }
 
     private static func clamp(_ quality: Int) -> Int32 { Int32(min(100, max(1, quality))) }
 }

@@ -10,6 +10,9 @@ extension VipsImageRef {
     /// The EXIF orientation, 1...8.
     var orientation: Int { Int(hc_orientation(pointer)) }
 
+    /// The resolution in pixels per millimetre, as libvips keeps it.
+    var resolution: (x: Double, y: Double) { (hc_xres(pointer), hc_yres(pointer)) }
+
     /// Whether the header carries metadata field `name` (`exif-data`, `xmp-data`, `icc-profile-data`, `iptc-data`).
     func hasField(_ name: String) -> Bool { hc_has_field(pointer, name) != 0 }
 

@@ -109,7 +109,8 @@ enum PNGFile {
         return dl <= du && dl <= dc ? left : du <= dc ? up : corner
     }
 
-    private static func be32(_ value: Int) -> [UInt8] {
+    /// `value` as four big-endian bytes.
+    static func be32(_ value: Int) -> [UInt8] {
         [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
     }
 }

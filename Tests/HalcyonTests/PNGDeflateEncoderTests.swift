@@ -1,0 +1,54 @@
+import CHalcyonVips
+import Foundation
+@testable import Halcyon
+import Testing
+
+/// libdeflate's PNG encoding (`halcyon_pngsave.c`) behind `ImageEncoder`'s PNG, against libvips' decode of its output.
+@Suite("PNG encoding with libdeflate")
+struct PNGDeflateEncoderTests {
+    static func image(_ vips: VipsImageRef) -> Image {
+        Image(vips: vips, frameHeight: vips.height, frameCount: 1, scale: 1, originalFormat: .unknown,
+              frameDelays: [], loopCount: 0, sourceFingerprint: nil)
+    }
+
+    @Test("grey, RGB and RGBA come back pixel for pixel, in IHDR, pHYs, IDAT and IEND", arguments: [(1, UInt8(0)), (3, 2), (4, 6)])
+    func losslessRoundTrip(bands: Int, colourType: UInt8) throws {
+        let source = try FastReduceTests.photo(width: 517, height: 301, bands: bands)
+        let before = ImageEncoder.libdeflatePNGCount
+        let png = try ImageEncoder.encode(Self.image(source), as: .png())
+        #expect(ImageEncoder.libdeflatePNGCount == before + 1, "libdeflate encoded the image")
+        let chunks = PNGFile.chunks(of: png)
+        #expect(chunks.map(\.type).filter { $0 != "IDAT" } == ["IHDR", "pHYs", "IEND"])
+        #expect(chunks.first?.body[8] == 8 && chunks.first?.body[9] == colourType, "bit depth 8, colour type \(colourType)")
+        let decoded = try ImageDecoder.decode(png)
+        #expect(decoded.width == 517 && decoded.height == 301)
+        #expect(try decoded.vips.rgbaBytes(bands: bands == 1 ? 3 : bands) == Self.image(source.srgb8()).vips.rgbaBytes(bands: bands == 1 ? 3 : bands))
+    }
+
+    @Test("no larger than libpng's file at the same zlib level")
+    func noLargerThanLibpng() throws {
+        let source = Self.image(try FastReduceTests.photo(width: 512, height: 384, bands: 3, noise: 12))
+        let fast = try ImageEncoder.encode(source, as: .png())
+        let libpng = try source.vips.saved(as: .png) { hc_pngsave_libpng($0, 4, 0, $1, $2) }
+        #expect(fast.count <= libpng.count, "libdeflate \(fast.count) bytes, libpng \(libpng.count)")
+    }
+
+    @Test("interlaced output and images with comments are left to libpng")
+    func othersGoToLibpng() throws {
+        let (width, height) = (120, 90)
+        let pixels = PNGShrinkLoaderTests.samples(width: width, height: height, bands: 3)
+        let commented = try ImageDecoder.decode(PNGFile.make(pixels: pixels, width: width, height: height, bands: 3,
+                                                             extra: [("tEXt", Array("Comment\0kept".utf8))]))
+        let plain = try ImageDecoder.decode(PNGFile.make(pixels: pixels, width: width, height: height, bands: 3))
+        for (name, image, encoding, text) in [("comment", commented, ImageEncodingFormat.png(), true),
+                                              ("interlaced", plain, .png(interlaced: true), false)] {
+            let before = ImageEncoder.libdeflatePNGCount
+            let png = try ImageEncoder.encode(image, as: encoding)
+            #expect(ImageEncoder.libdeflatePNGCount == before, "\(name): libdeflate took it")
+            // libvips writes the comment back compressed (zTXt).
+            #expect(PNGFile.chunks(of: png).contains { ["tEXt", "zTXt", "iTXt"].contains($0.type) } == text, "\(name): text chunks")
+            #expect(PNGFile.chunks(of: png).first?.body[12] == (encoding == .png(interlaced: true) ? 1 : 0), "\(name): interlace flag")
+            #expect(try ImageDecoder.decode(png).rgbaPixels() == plain.rgbaPixels(), "\(name)")
+        }
+    }
+}
