@@ -5,8 +5,8 @@
  * streams) fills a band of at most 32 rows at a time; each row is unfiltered
  * against the one above and summed into a box of `shrink` × `shrink` source
  * pixels, and each finished row of boxes is written out as their rounded
- * mean. Memory beyond the result is the band, one row and a row of column sums,
- * whatever the source's size. Boxes on the right and bottom edges hold fewer
+ * mean. Memory beyond the result is the band (at most 4 MiB unless one row is
+ * larger), one row and, when shrinking, a row of 32-bit column sums. Boxes on the right and bottom edges hold fewer
  * pixels when the size is not a multiple of `shrink`: the result is
  * ceil(width / shrink) × ceil(height / shrink).
  *
@@ -87,14 +87,16 @@ typedef struct {
     double yres;
 } hc_png_header;
 
-/* libvips' resolution from a pHYs chunk: pixels per metre as pixels per millimetre, other units as they are. */
-static void hc_png_read_resolution(const hc_png_chunk *chunk, hc_png_header *header) {
+/* libvips' resolution from a pHYs chunk: pixels per metre as pixels per millimetre, other units as they are.
+ * 0 when read; -1 for a chunk of the wrong size, which libpng drops. */
+static int hc_png_read_resolution(const hc_png_chunk *chunk, hc_png_header *header) {
     if (chunk->length != 9) {
-        return;
+        return -1;
     }
     double scale = chunk->body[8] == 1 ? 1000.0 : 1.0;
     header->xres = hc_be32(chunk->body) / scale;
     header->yres = hc_be32(chunk->body + 4) / scale;
+    return 0;
 }
 
 /* Reads IHDR and the chunks up to the first IDAT (left in *idat); -1 when the
@@ -132,9 +134,9 @@ static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_p
             *idat = chunk;
             return 0;
         case HC_PNG_TYPE('p', 'H', 'Y', 's'):
-            /* libpng keeps the first one. */
-            if (!resolution_read++) {
-                hc_png_read_resolution(&chunk, header);
+            /* libpng keeps the first valid one. */
+            if (!resolution_read) {
+                resolution_read = hc_png_read_resolution(&chunk, header) == 0;
             }
             break;
         case HC_PNG_TYPE('P', 'L', 'T', 'E'):
@@ -296,7 +298,8 @@ static int hc_png_inflate(hc_png_stream *stream, unsigned char *out, uint32_t le
     return 0;
 }
 
-/* After the last row: the stream must end with no more bytes, its Adler-32 right. */
+/* After the last row: the stream must end without decoding more bytes, its Adler-32 right. Bytes after the
+ * stream's end are not looked at (libpng only warns of them). */
 static int hc_png_finish(hc_png_stream *stream) {
     unsigned char extra[64];
     struct inflate_state *state = stream->state;
@@ -402,11 +405,11 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
     const int out_height = (int)((header->height + (uint32_t)shrink - 1) / (uint32_t)shrink);
     hc_png_buffers buffers = {
         malloc(sizeof(struct inflate_state)), malloc(band_rows * stride), calloc(rowbytes, 1),
-        calloc(rowbytes, sizeof(uint32_t)), malloc((size_t)out_width * header->bands),
+        shrink > 1 ? calloc(rowbytes, sizeof(uint32_t)) : NULL, malloc((size_t)out_width * header->bands),
     };
     VipsImage *image = NULL;
     int result = 1;
-    if (buffers.state != NULL && buffers.band != NULL && buffers.previous != NULL && buffers.sums != NULL &&
+    if (buffers.state != NULL && buffers.band != NULL && buffers.previous != NULL && (shrink == 1 || buffers.sums != NULL) &&
         buffers.line != NULL && (image = vips_image_new_memory()) != NULL) {
         isal_inflate_init(buffers.state);
         buffers.state->crc_flag = ISAL_ZLIB;

@@ -7,9 +7,11 @@
  * on photographic 512 px results, libdeflate's level 4 takes about half the
  * time of zlib's level 4 behind libpng and writes about 3% fewer bytes (#16).
  * The file holds IHDR, pHYs (from the image's resolution, as libvips writes
- * it), IDAT chunks of at most 1 MiB and IEND. Any other image is left to
- * libvips (return 1). The pixels are rendered through the cancellation guard,
- * and the flag is looked at again before compressing.
+ * it), one IDAT and IEND; the stream is compressed straight into the file, so
+ * the peak is the rendered pixels, then the filtered rows and the file. Any
+ * other image, or a level outside zlib's 0-9, is left to libvips (return 1)
+ * before anything is rendered. The pixels are rendered through the
+ * cancellation guard, and the flag is looked at again before compressing.
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
@@ -20,7 +22,6 @@
 #include <string.h>
 
 #define HC_PNGSAVE_MAX_PIXEL_BYTES (16u << 20)
-#define HC_PNGSAVE_IDAT_BYTES (1u << 20)
 
 static _Thread_local unsigned long hc_pngsave_runs;
 
@@ -88,48 +89,61 @@ static unsigned char *hc_pngsave_filter(const unsigned char *pixels, size_t rowb
     return out;
 }
 
-/* A resolution in pixels per millimetre as pixels per metre, clamped to what the chunk holds. */
+/* A resolution in pixels per millimetre as pixels per metre, rounded as libvips does; 0 outside what the
+ * chunk holds (where libvips' own cast is undefined). */
 static uint32_t hc_pngsave_per_metre(double per_millimetre) {
     double value = VIPS_RINT(per_millimetre * 1000.0);
     return value > 0 && value <= 2147483647.0 ? (uint32_t)value : 0;
 }
 
-/* The PNG file around `stream`, a zlib stream of the filtered rows; NULL without memory. */
-static unsigned char *hc_pngsave_assemble(VipsImage *in, const unsigned char *stream, size_t stream_length,
-                                          size_t *length) {
+/* The file's chunks before and after the image data: signature, IHDR and pHYs, then the IDAT's length and type. */
+#define HC_PNGSAVE_HEAD (8 + 25 + 21 + 8)
+/* The IDAT's CRC and IEND. */
+#define HC_PNGSAVE_TAIL (4 + 12)
+
+/* Writes the signature, IHDR and pHYs at `file`. */
+static void hc_pngsave_head(VipsImage *in, unsigned char *file) {
     static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     static const unsigned char colour_types[5] = {0, 0, 4, 2, 6};
-    size_t idats = stream_length / HC_PNGSAVE_IDAT_BYTES + 1;
-    unsigned char *file = g_try_malloc(8 + 25 + 21 + idats * 12 + stream_length + 12);
-    if (file == NULL) {
-        return NULL;
-    }
-    unsigned char *p = file;
-    memcpy(p, signature, 8);
-    p += 8;
+    memcpy(file, signature, 8);
+    unsigned char *p = file + 8;
     unsigned char *body = hc_put32(hc_put32(p + 8, (uint32_t)in->Xsize), (uint32_t)in->Ysize);
     body[0] = 8;
     body[1] = colour_types[in->Bands];
     body[2] = body[3] = body[4] = 0;
     p = hc_pngsave_close_chunk(p, "IHDR", 13);
-    /* Pixels per metre from libvips' pixels per millimetre, as its saver writes them. */
     body = hc_put32(hc_put32(p + 8, hc_pngsave_per_metre(in->Xres)), hc_pngsave_per_metre(in->Yres));
     body[0] = 1;
-    p = hc_pngsave_close_chunk(p, "pHYs", 9);
-    for (size_t offset = 0; offset < stream_length; offset += HC_PNGSAVE_IDAT_BYTES) {
-        size_t part = stream_length - offset < HC_PNGSAVE_IDAT_BYTES ? stream_length - offset : HC_PNGSAVE_IDAT_BYTES;
-        memcpy(p + 8, stream + offset, part);
-        p = hc_pngsave_close_chunk(p, "IDAT", (uint32_t)part);
+    hc_pngsave_close_chunk(p, "pHYs", 9);
+}
+
+/* The PNG file of the filtered rows, compressed at `level` straight into its one IDAT; NULL without memory. */
+static unsigned char *hc_pngsave_compress(VipsImage *in, const unsigned char *filtered, size_t raw, int level,
+                                          size_t *length) {
+    struct libdeflate_compressor *compressor = libdeflate_alloc_compressor(level);
+    if (compressor == NULL) {
+        return NULL;
     }
-    p = hc_pngsave_close_chunk(p, "IEND", 0);
-    *length = (size_t)(p - file);
+    size_t bound = libdeflate_zlib_compress_bound(compressor, raw);
+    unsigned char *file = g_try_malloc(HC_PNGSAVE_HEAD + bound + HC_PNGSAVE_TAIL);
+    size_t stream = file != NULL ? libdeflate_zlib_compress(compressor, filtered, raw, file + HC_PNGSAVE_HEAD, bound) : 0;
+    libdeflate_free_compressor(compressor);
+    if (stream == 0) {
+        g_free(file);
+        return NULL;
+    }
+    hc_pngsave_head(in, file);
+    unsigned char *end = hc_pngsave_close_chunk(file + HC_PNGSAVE_HEAD - 8, "IDAT", (uint32_t)stream);
+    end = hc_pngsave_close_chunk(end, "IEND", 0);
+    *length = (size_t)(end - file);
     return file;
 }
 
-/* Encodes `in`: 0 and a buffer for hc_free; 1 when the image is not one this encoder takes (or memory ran
- * out), for libvips' saver; -1 when cancelled or when rendering the pixels failed (libvips' error is set). */
+/* Encodes `in`: 0 and a buffer for hc_free; 1, before any rendering, when the image or level is not one this
+ * encoder takes, for libvips' saver; -1 when cancelled, when rendering the pixels failed or when memory ran
+ * out (libvips' error set). */
 int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length) {
-    if (!hc_pngsave_takes(in)) {
+    if (level < 0 || level > 9 || !hc_pngsave_takes(in)) {
         return 1;
     }
     size_t size = 0;
@@ -146,16 +160,11 @@ int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length) {
         vips_error("halcyon", "%s", "cancelled");
         return -1;
     }
-    struct libdeflate_compressor *compressor = filtered != NULL ? libdeflate_alloc_compressor(level) : NULL;
-    size_t bound = compressor != NULL ? libdeflate_zlib_compress_bound(compressor, raw) : 0;
-    unsigned char *stream = bound > 0 ? malloc(bound) : NULL;
-    size_t stream_length = stream != NULL ? libdeflate_zlib_compress(compressor, filtered, raw, stream, bound) : 0;
-    unsigned char *file = stream_length > 0 ? hc_pngsave_assemble(in, stream, stream_length, length) : NULL;
-    free(stream);
-    libdeflate_free_compressor(compressor);
+    unsigned char *file = filtered != NULL ? hc_pngsave_compress(in, filtered, raw, level, length) : NULL;
     free(filtered);
     if (file == NULL) {
-        return 1;
+        vips_error("halcyon", "%s", "out of memory for the PNG encoder");
+        return -1;
     }
     hc_pngsave_runs++;
     *buffer = file;

@@ -114,14 +114,16 @@ struct PNGShrinkLoaderTests {
         }
     }
 
-    @Test("the resolution is libvips': 72 dpi without pHYs, else the first pHYs, in pixels per metre or its own unit")
+    @Test("the resolution is libvips': 72 dpi without pHYs, else the first valid pHYs, in pixels per metre or its own unit")
     func resolution() throws {
         let (width, height) = (40, 30)
         let pixels = Self.samples(width: width, height: height, bands: 3)
         func pHYs(_ x: Int, _ y: Int, unit: UInt8) -> (type: String, body: [UInt8]) {
             ("pHYs", PNGFile.be32(x) + PNGFile.be32(y) + [unit])
         }
-        for extra in [[], [pHYs(3780, 3780, unit: 1)], [pHYs(2, 3, unit: 0)], [pHYs(5000, 6000, unit: 1), pHYs(1000, 1000, unit: 1)]] {
+        let cases = [[], [pHYs(3780, 3780, unit: 1)], [pHYs(2, 3, unit: 0)], [pHYs(5000, 6000, unit: 1), pHYs(1000, 1000, unit: 1)],
+                     [("pHYs", [UInt8](repeating: 1, count: 8)), pHYs(3780, 3780, unit: 1)]]
+        for extra in cases {
             let png = PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, extra: extra)
             let (image, fast) = try Self.decodeCounting(png, side: width / 2)
             #expect(fast, "\(extra.count) pHYs chunks: the shrinking loader took the file")

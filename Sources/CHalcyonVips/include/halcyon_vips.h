@@ -183,8 +183,9 @@ int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, siz
 /** libvips' PNG saver (libpng) at zlib level `compression` with the sub row filter, whatever the image. */
 int hc_pngsave_libpng(VipsImage *in, int compression, int interlace, void **buffer, size_t *length);
 /** libdeflate's PNG encoding (halcyon_pngsave.c) of an 8-bit sRGB or grey image of 1-4 bands, at most
- *  16 MiB of pixels, with no ICC profile, EXIF, XMP or comments: 0 and a buffer for hc_free; 1 for any
- *  other image (no error set); -1 when cancelled or when rendering failed (libvips' error set). */
+ *  16 MiB of pixels, with no ICC profile, EXIF, XMP or comments, at zlib level `level` (0-9): 0 and a
+ *  buffer for hc_free; 1 for any other image or level, before rendering it (no error set); -1 when
+ *  cancelled, when rendering failed or when memory ran out (libvips' error set). */
 int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length);
 /** How many images hc_png_save_fast encoded on the calling thread (for tests). */
 unsigned long hc_png_save_count(void);
