@@ -6,6 +6,7 @@ import Testing
 /// libdeflate's PNG encoding (`halcyon_pngsave.c`) behind `ImageEncoder`'s PNG, against libvips' decode of its output.
 @Suite("PNG encoding with libdeflate")
 struct PNGDeflateEncoderTests {
+    /// A still image around a libvips image.
     static func image(_ vips: VipsImageRef) -> Image {
         Image(vips: vips, frameHeight: vips.height, frameCount: 1, scale: 1, originalFormat: .unknown,
               frameDelays: [], loopCount: 0, sourceFingerprint: nil)

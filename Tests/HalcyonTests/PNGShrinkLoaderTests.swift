@@ -86,9 +86,7 @@ struct PNGShrinkLoaderTests {
 
     @Test("a zlib-compressed PNG from libvips, whole and in 997-byte IDAT chunks, decodes to libvips' pixels")
     func compressedStream() throws {
-        let photo = try FastReduceTests.photo(width: 640, height: 480, bands: 3)
-        let source = Image(vips: photo, frameHeight: photo.height, frameCount: 1, scale: 1, originalFormat: .unknown,
-                           frameDelays: [], loopCount: 0, sourceFingerprint: nil)
+        let source = PNGDeflateEncoderTests.image(try FastReduceTests.photo(width: 640, height: 480, bands: 3))
         for png in [try source.encoded(as: .png()), PNGFile.rechunked(try source.encoded(as: .png()), idatSize: 997)] {
             let (image, fast) = try Self.decodeCounting(png, side: 160)
             #expect(fast, "the shrinking loader took the file")
@@ -102,8 +100,7 @@ struct PNGShrinkLoaderTests {
           arguments: [(64, 48), (300, 200), (1000, 700)])
     func realStreams(width: Int, height: Int) throws {
         let photo = try FastReduceTests.photo(width: width, height: height, bands: 3)
-        let image = Image(vips: photo, frameHeight: height, frameCount: 1, scale: 1, originalFormat: .unknown,
-                          frameDelays: [], loopCount: 0, sourceFingerprint: nil)
+        let image = PNGDeflateEncoderTests.image(photo)
         let libpng = try photo.saved(as: .png) { hc_pngsave_libpng($0, 6, 0, $1, $2) }
         let libdeflate = try image.encoded(as: .png())
         for (name, png) in [("libpng", libpng), ("libdeflate", libdeflate), ("8 KiB IDATs", PNGFile.rechunked(libdeflate, idatSize: 8192))] {
@@ -145,8 +142,8 @@ struct PNGShrinkLoaderTests {
             ("16-bit", PNGFile.make(pixels: Self.samples(width: width * 2, height: height, bands: 3), width: width, height: height,
                                     bands: 3, depth: 16)),
             ("interlaced", try TestImages.encodedGradient(.png(interlaced: true), width: width, height: height)),
-            ("palette", PNGFile.make(pixels: [UInt8](repeating: 0, count: width * height), width: width, height: height, bands: 1,
-                                     extra: [("PLTE", [10, 20, 30])]).replacingColourType(with: 3)),
+            ("palette", PNGFile.changing(PNGFile.make(pixels: [UInt8](repeating: 0, count: width * height), width: width, height: height,
+                                                      bands: 1, extra: [("PLTE", [10, 20, 30])]), chunk: "IHDR") { $0[9] = 3 }),
             ("tRNS", plain([("tRNS", [0, 1, 0, 2, 0, 3])])),
             ("iCCP", plain([("iCCP", Array("icc\0\0".utf8) + [0x78, 0x01, 0x01, 0x00, 0x00, 0xFF, 0xFF, 0, 0, 0, 1])])),
             ("eXIf", plain([("eXIf", [0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 0])])),
@@ -173,20 +170,18 @@ struct PNGShrinkLoaderTests {
         let (width, height) = (120, 80)
         let pixels = Self.samples(width: width, height: height, bands: 3)
         let good = PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, filters: [2, 4], idatSize: 5000)
-        var bytes = [UInt8](good)
-        let idat = try #require(Self.offset(of: "IDAT", in: bytes))
+        let data: Data
         switch damage {
-        case "bad IDAT CRC": bytes[idat + 40] ^= 0x55
-        case "bad deflate data": bytes = Self.recrc(bytes, chunkAt: idat) { $0[0] = 0x78; $0[1] = 0x01; $0[2] = 0x07 }
-        case "short stream": bytes = [UInt8](PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, streamRows: height - 3))
-        case "stream past the rows": bytes = [UInt8](PNGFile.make(pixels: pixels + pixels, width: width, height: height, bands: 3,
-                                                                    streamRows: 2 * height))
-        case "unknown filter": bytes = [UInt8](PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, filters: [0, 0, 7]))
-        case "truncated file": bytes = Array(bytes.prefix(bytes.count / 2))
-        case "zlib window over 32 KiB": bytes = Self.recrc(bytes, chunkAt: idat) { $0[0] = 0x88; $0[1] = 0x1C }
-        default: bytes = Self.recrc(bytes, lastIDATIn: bytes) { $0[$0.count - 1] ^= 0x01 }
+        case "bad IDAT CRC": data = PNGFile.changing(good, chunk: "IDAT", keepingCRC: true) { $0[40] ^= 0x55 }
+        case "bad deflate data": data = PNGFile.changing(good, chunk: "IDAT") { $0[0] = 0x78; $0[1] = 0x01; $0[2] = 0x07 }
+        case "short stream": data = PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, streamRows: height - 3)
+        case "stream past the rows": data = PNGFile.make(pixels: pixels + pixels, width: width, height: height, bands: 3,
+                                                         streamRows: 2 * height)
+        case "unknown filter": data = PNGFile.make(pixels: pixels, width: width, height: height, bands: 3, filters: [0, 0, 7])
+        case "truncated file": data = good.prefix(good.count / 2)
+        case "zlib window over 32 KiB": data = PNGFile.changing(good, chunk: "IDAT") { $0[0] = 0x88; $0[1] = 0x1C }
+        default: data = PNGFile.changing(good, chunk: "IDAT", last: true) { $0[$0.count - 1] ^= 0x01 }
         }
-        let data = Data(bytes)
         let before = ImageDecoder.shrinkingPNGLoads
         let fast = Result { () throws(HalcyonError) in try ImageDecoder.decode(data, options: Self.loaderOnly(30)).width }
         #expect(ImageDecoder.shrinkingPNGLoads == before, "the shrinking loader took a damaged file")
@@ -230,27 +225,6 @@ struct PNGShrinkLoaderTests {
         return Mirror(reflecting: reason).children.first?.label ?? "\(reason)"
     }
 
-    static func offset(of type: String, in bytes: [UInt8]) -> Int? {
-        let pattern = Array(type.utf8)
-        return (4..<bytes.count - 4).first { Array(bytes[$0..<$0 + 4]) == pattern }.map { $0 + 4 }
-    }
-
-    /// `bytes` with the chunk whose body starts at `body` changed by `change` and its CRC made right again.
-    static func recrc(_ bytes: [UInt8], chunkAt body: Int, _ change: (inout [UInt8]) -> Void) -> [UInt8] {
-        let length = bytes[body - 8..<body - 4].reduce(0) { $0 << 8 | Int($1) }
-        var content = Array(bytes[body..<body + length])
-        change(&content)
-        let type = String(decoding: bytes[body - 4..<body], as: UTF8.self)
-        return Array(bytes[..<(body - 8)]) + PNGFile.chunk(type, content) + Array(bytes[(body + length + 4)...])
-    }
-
-    /// `bytes` with the last IDAT chunk changed by `change`, its CRC made right again.
-    static func recrc(_ bytes: [UInt8], lastIDATIn _: [UInt8], _ change: (inout [UInt8]) -> Void) -> [UInt8] {
-        let pattern = Array("IDAT".utf8)
-        let last = (4..<bytes.count - 4).last { Array(bytes[$0..<$0 + 4]) == pattern }.map { $0 + 4 } ?? 0
-        return recrc(bytes, chunkAt: last, change)
-    }
-
     @Test("the shrink leaves twice the target or the full size")
     func shrinkChoice() {
         #expect(ImageDecoder.pngShrink(longerSide: 3600, atLeast: 512) == 3)
@@ -259,12 +233,5 @@ struct PNGShrinkLoaderTests {
         #expect(ImageDecoder.pngShrink(longerSide: 1023, atLeast: 512) == 1)
         #expect(ImageDecoder.pngShrink(longerSide: 100, atLeast: 512) == 1)
         #expect(ImageDecoder.pngShrink(longerSide: 1_000_000, atLeast: 1) == 1024)
-    }
-}
-
-private extension Data {
-    /// The PNG with its IHDR colour type set to `type` (CRC made right again).
-    func replacingColourType(with type: UInt8) -> Data {
-        Data(PNGShrinkLoaderTests.recrc([UInt8](self), chunkAt: 16) { $0[9] = type })
     }
 }

@@ -30,20 +30,10 @@ public enum ImageDecoder {
         if let target = options.downsampleSize {
             let pixels = max(1, Int((max(target.width, target.height) * scale).rounded()))
             let longerSide = max(header.width, frameHeight)
-            if options.downsamplingMode == .loaderOnly, format == .jpeg, frameCount == 1 {
-                let shrink = jpegShrink(longerSide: longerSide, atLeast: pixels)
-                let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
-                    try stillImage(loadJPEG(buffer, shrink: shrink, strictness: options.strictness), header: header)
-                }
-                return Image(vips: decoded, frameHeight: decoded.height, frameCount: 1, scale: scale, originalFormat: format,
-                             frameDelays: [], loopCount: loop, sourceFingerprint: shrink == 1 ? DataFingerprint(data) : nil)
-            }
-            if options.downsamplingMode == .loaderOnly, format == .png, frameCount == 1 {
-                let shrink = pngShrink(longerSide: longerSide, atLeast: pixels)
-                if let decoded = try wrapDecodeFailure(format, { () throws(HalcyonError) in try loadPNG(buffer, shrink: shrink) }) {
-                    return Image(vips: decoded, frameHeight: decoded.height, frameCount: 1, scale: scale, originalFormat: format,
-                                 frameDelays: [], loopCount: loop, sourceFingerprint: shrink == 1 ? DataFingerprint(data) : nil)
-                }
+            if options.downsamplingMode == .loaderOnly, frameCount == 1,
+               let shrunk = try shrunkByLoader(opened, longerSide: longerSide, atLeast: pixels, strictness: options.strictness) {
+                return Image(vips: shrunk.image, frameHeight: shrunk.image.height, frameCount: 1, scale: scale, originalFormat: format,
+                             frameDelays: [], loopCount: loop, sourceFingerprint: shrunk.factor == 1 ? DataFingerprint(data) : nil)
             }
             let failOn = options.strictness.vipsFailOn
             let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
@@ -150,6 +140,28 @@ public enum ImageDecoder {
     private static func loadJPEG(_ buffer: EncodedBuffer, shrink: Int, strictness: DecodingStrictness) throws(HalcyonError) -> VipsImageRef {
         try runLoader(on: buffer, format: .jpeg) {
             hc_load_jpeg_buffer_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), strictness.vipsFailOn, $0)
+        }
+    }
+
+    /// The loader's own shrink of a still image to `pixels` or more on its longer side, and the factor: libjpeg's
+    /// 1/2, 1/4 or 1/8 for a JPEG, whole-pixel boxes for a plain PNG; nil for any other image, left to `vips_thumbnail`.
+    private static func shrunkByLoader(
+        _ opened: OpenedImage, longerSide: Int, atLeast pixels: Int, strictness: DecodingStrictness
+    ) throws(HalcyonError) -> (image: VipsImageRef, factor: Int)? {
+        let (buffer, format) = (opened.buffer, opened.format)
+        switch format {
+        case .jpeg:
+            let shrink = jpegShrink(longerSide: longerSide, atLeast: pixels)
+            let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
+                try stillImage(loadJPEG(buffer, shrink: shrink, strictness: strictness), header: opened.header)
+            }
+            return (decoded, shrink)
+        case .png:
+            let shrink = pngShrink(longerSide: longerSide, atLeast: pixels)
+            let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) in try loadPNG(buffer, shrink: shrink) }
+            return decoded.map { ($0, shrink) }
+        default:
+            return nil
         }
     }
 

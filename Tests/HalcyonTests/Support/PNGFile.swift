@@ -40,6 +40,29 @@ enum PNGFile {
         return result
     }
 
+    /// `png` with the body of its first chunk of `type` (its last with `last`) changed by `change`. The CRC is
+    /// made right again, unless `keepingCRC` leaves the old one (a damaged chunk).
+    static func changing(
+        _ png: Data, chunk type: String, last: Bool = false, keepingCRC: Bool = false, _ change: (inout [UInt8]) -> Void
+    ) -> Data {
+        let all = chunks(of: png)
+        let indices = all.indices.filter { all[$0].type == type }
+        let target = last ? indices.last : indices.first
+        var file: [UInt8] = Array(png.prefix(8))
+        for (index, (name, body)) in all.enumerated() {
+            guard index == target else {
+                file += chunk(name, body)
+                continue
+            }
+            var changed = body
+            change(&changed)
+            let typed = Array(name.utf8) + changed
+            let crc = TestImages.crc32(keepingCRC ? Array(name.utf8) + body : typed)
+            file += be32(changed.count) + typed + be32(Int(crc))
+        }
+        return Data(file)
+    }
+
     /// One chunk: length, type, body, CRC.
     static func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
         let typed = Array(type.utf8) + body
