@@ -37,6 +37,10 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "ResponseCacheBenchmark",
+            dependencies: ["BenchmarkSupport", .product(name: "HalcyonServer", package: "Halcyon")]
+        ),
+        .executableTarget(
             name: "DownloadBenchmark",
             dependencies: [
                 "BenchmarkSupport",

@@ -7,7 +7,10 @@ import NIOFoundationCompat
 /// Encoded responses kept in memory, so a repeated request costs a lookup,
 /// not an encode. Least-recently-used entries go first past the byte limit,
 /// which counts each entry's body, key and headers (``cost(of:key:)``);
-/// entries expire after `lifetime`. One lock.
+/// entries expire after `lifetime`. One lock; a lookup, a store and each
+/// eviction take constant time however many entries the cache holds (the
+/// entries are linked in order of use), so a flood of distinct small answers
+/// cannot make every store walk the whole cache under the lock.
 ///
 /// The service keys it by the request as sent (path and `Accept`), so a hit
 /// is answered before the path is parsed or its signature checked again: the
@@ -70,10 +73,84 @@ public final class ResponseCache: Sendable {
         entry.buffer.capacity + key.utf8.count + 1024
     }
 
+    /// The entries in order of use: a doubly linked list through an array of slots, from the least recently
+    /// used (`head`) to the most (`tail`), and a dictionary from key to slot. A hit moves its slot to the tail
+    /// and a store appends one, without hashing again; eviction unlinks the head. Freed slots are reused.
     private struct State {
-        var entries: [String: (entry: Entry, lastUse: UInt64, cost: Int)] = [:]
+        struct Slot {
+            var key: String
+            var entry: Entry?
+            var cost: Int
+            var previous: Int
+            var next: Int
+        }
+
+        var slots: [Slot] = []
+        var index: [String: Int] = [:]
+        var unused: [Int] = []
+        var head = -1
+        var tail = -1
         var bytes = 0
-        var tick: UInt64 = 0
+
+        /// The slot of `key`'s entry, if there is one.
+        func slot(for key: String) -> Int? { index[key] }
+
+        /// Moves `slot` to the most recently used end.
+        mutating func touch(_ slot: Int) {
+            guard slot != tail else { return }
+            unlink(slot)
+            append(slot)
+        }
+
+        /// Puts `entry` in `key`'s slot, a new one when it has none, as the most recently used.
+        mutating func insert(_ entry: Entry, for key: String, cost: Int) {
+            if let slot = index[key] {
+                bytes += cost - slots[slot].cost
+                slots[slot].entry = entry
+                slots[slot].cost = cost
+                touch(slot)
+                return
+            }
+            let fresh = Slot(key: key, entry: entry, cost: cost, previous: -1, next: -1)
+            let slot: Int
+            if let reused = unused.popLast() {
+                slots[reused] = fresh
+                slot = reused
+            } else {
+                slots.append(fresh)
+                slot = slots.count - 1
+            }
+            index[key] = slot
+            bytes += cost
+            append(slot)
+        }
+
+        /// Drops the entry in `slot` and frees the slot.
+        mutating func remove(_ slot: Int) {
+            unlink(slot)
+            index[slots[slot].key] = nil
+            bytes -= slots[slot].cost
+            slots[slot] = Slot(key: "", entry: nil, cost: 0, previous: -1, next: -1)
+            unused.append(slot)
+        }
+
+        /// Removes least-recently-used entries until `bytes` is at most `limit`.
+        mutating func evict(downTo limit: Int) {
+            while bytes > limit, head >= 0 { remove(head) }
+        }
+
+        private mutating func unlink(_ slot: Int) {
+            let (previous, next) = (slots[slot].previous, slots[slot].next)
+            if previous >= 0 { slots[previous].next = next } else { head = next }
+            if next >= 0 { slots[next].previous = previous } else { tail = previous }
+        }
+
+        private mutating func append(_ slot: Int) {
+            slots[slot].previous = tail
+            slots[slot].next = -1
+            if tail >= 0 { slots[tail].next = slot } else { head = slot }
+            tail = slot
+        }
     }
 
     private let state = Locked(State())
@@ -88,18 +165,15 @@ public final class ResponseCache: Sendable {
 
     /// The entry for `key`, if fresh.
     public func value(for key: String, now: Date = Date()) -> Entry? {
-        // One hash of the key under the lock: the index serves the read and the use stamp.
+        // One hash of the key under the lock: the slot serves the read and the move to the recent end.
         state.withLock { state in
-            guard let index = state.entries.index(forKey: key) else { return nil }
-            let found = state.entries.values[index]
-            if now.timeIntervalSince(found.entry.created) > lifetime {
-                state.entries.remove(at: index)
-                state.bytes -= found.cost
+            guard let slot = state.slot(for: key), let entry = state.slots[slot].entry else { return nil }
+            if now.timeIntervalSince(entry.created) > lifetime {
+                state.remove(slot)
                 return nil
             }
-            state.tick += 1
-            state.entries.values[index].lastUse = state.tick
-            return found.entry
+            state.touch(slot)
+            return entry
         }
     }
 
@@ -108,17 +182,14 @@ public final class ResponseCache: Sendable {
         let cost = Self.cost(of: entry, key: key)
         guard cost <= limit / 4 else { return }
         state.withLock { state in
-            if let old = state.entries[key] { state.bytes -= old.cost }
-            state.tick += 1
-            state.entries[key] = (entry, state.tick, cost)
-            state.bytes += cost
-            while state.bytes > limit, let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
-                state.entries[oldest.key] = nil
-                state.bytes -= oldest.value.cost
-            }
+            state.insert(entry, for: key, cost: cost)
+            state.evict(downTo: limit)
         }
     }
 
     /// What the entries held now count for (see ``cost(of:key:)``); never more than the limit.
     var heldBytes: Int { state.withLock { $0.bytes } }
+
+    /// How many entries the cache holds, and how many slots it has made (for tests: freed slots are reused).
+    var counts: (entries: Int, slots: Int) { state.withLock { ($0.index.count, $0.slots.count) } }
 }

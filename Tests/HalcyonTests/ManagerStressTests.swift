@@ -14,18 +14,6 @@ struct ManagerStressTests {
         var wrongSize = 0
     }
 
-    /// A deterministic generator (SplitMix64), so a failing seed can be run again.
-    private struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var value = state
-            value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-            return value ^ (value >> 31)
-        }
-    }
-
     @Test("1000 concurrent retrieves over 50 URLs with random cancellations: one callback each, one request per URL, nothing left running")
     func thousandRetrievesOverFiftyURLs() async throws {
         let fixture = try await ManagerFixture.make()

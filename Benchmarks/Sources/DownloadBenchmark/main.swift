@@ -261,13 +261,13 @@ pool.retryConnectionEstablishment = false
 let rawClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(30)), connectionPool: pool, decompression: .enabled(limit: .ratio(200))))
 _ = try await runRawClient(rawClient, urls: Array(urls.prefix(64)))
 
-// `PROFILE=halcyon`, `PROFILE=raw` or `PROFILE=raw-collect` runs only that client, ROUNDS times, and prints its seconds (for perf or callgrind).
+// `PROFILE=halcyon` (callbacks), `PROFILE=halcyon-workers`, `PROFILE=raw` or `PROFILE=raw-collect` runs only that client, ROUNDS times, and prints its seconds (for perf or callgrind).
 if let only = ProcessInfo.processInfo.environment["PROFILE"] {
     for round in 1...rounds {
         let m = try await timed {
-            only.hasPrefix("raw")
-                ? try await runRawClient(rawClient, urls: urls, collect: only == "raw-collect")
-                : try await runHalcyonCallbacks(downloader, urls: urls, decode: false)
+            if only.hasPrefix("raw") { try await runRawClient(rawClient, urls: urls, collect: only == "raw-collect") }
+            else if only == "halcyon-workers" { try await runHalcyonWorkers(downloader, urls: urls) }
+            else { try await runHalcyonCallbacks(downloader, urls: urls, decode: false) }
         }
         print(String(format: "%@ round %d: %.3f s, CPU %.3f s", only, round, m.seconds, m.cpuSeconds))
     }

@@ -33,6 +33,60 @@ struct ResponseCacheTests {
         #expect(cache.heldBytes <= 64 * 1024)
     }
 
+    @Test("A hit counts as a use: the least recently used entry goes first")
+    func hitsCountAsUse() {
+        let key = { (index: Int) in "k\(index)" }
+        let cost = ResponseCache.cost(of: Self.entry(1000), key: key(0))
+        let cache = ResponseCache(limit: 4 * cost, lifetime: 300)
+        for index in 0..<4 { cache.store(Self.entry(1000, seed: UInt8(index)), for: key(index)) }
+        #expect(cache.value(for: key(0)) != nil)
+        cache.store(Self.entry(1000, seed: 9), for: key(4))
+        #expect((0..<5).map { cache.value(for: key($0)) != nil } == [true, false, true, true, true])
+    }
+
+    @Test("Random stores, replacements, hits and expiries keep exactly the entries a plain LRU list keeps")
+    func matchesPlainLRU() {
+        var generator = SeededGenerator(state: 16)
+        let limit = 40 * 1024
+        let cache = ResponseCache(limit: limit, lifetime: 300)
+        var model: [(key: String, cost: Int, created: Date)] = []  // least recently used first
+        let start = Date()
+        for step in 0..<6000 {
+            let key = "k\(generator.next() % 90)"
+            let now = start.addingTimeInterval(Double(step) * 0.1)
+            if generator.next() % 3 == 0 {
+                let entry = ResponseCache.Entry(body: Data(count: Int(generator.next() % 3000)), contentType: "image/png",
+                                                etag: "\"\(step)\"", created: now)
+                let cost = ResponseCache.cost(of: entry, key: key)
+                cache.store(entry, for: key)
+                guard cost <= limit / 4 else { continue }
+                model.removeAll { $0.key == key }
+                model.append((key, cost, now))
+                while model.reduce(0, { $0 + $1.cost }) > limit { model.removeFirst() }
+            } else {
+                let found = cache.value(for: key, now: now) != nil
+                let index = model.firstIndex { $0.key == key }
+                let fresh = index.map { now.timeIntervalSince(model[$0].created) <= 300 } ?? false
+                #expect(found == fresh, "step \(step): \(key)")
+                if let index { let use = model.remove(at: index); if fresh { model.append(use) } }
+            }
+            #expect(cache.heldBytes == model.reduce(0) { $0 + $1.cost } && cache.heldBytes <= limit, "step \(step)")
+        }
+        #expect(cache.counts.entries == model.count)
+    }
+
+    @Test("Evicted and expired entries' slots are reused: the slots made stay at the most entries ever held")
+    func slotsAreReused() {
+        let cost = ResponseCache.cost(of: Self.entry(100), key: "k00000")
+        let cache = ResponseCache(limit: 8 * cost, lifetime: 300)
+        for index in 0..<10_000 { cache.store(Self.entry(100, seed: UInt8(truncatingIfNeeded: index)), for: String(format: "k%05d", index)) }
+        let start = Date()
+        _ = cache.value(for: "k09999", now: start.addingTimeInterval(301))
+        for index in 0..<100 { _ = cache.value(for: String(format: "k%05d", 9_990 + index % 10)) }
+        let counts = cache.counts
+        #expect(counts.entries == 7 && counts.slots <= 9, "\(counts)")
+    }
+
     @Test("HTTP dates match the IMF-fixdate a POSIX DateFormatter makes")
     func httpDates() {
         let formatter = DateFormatter()
