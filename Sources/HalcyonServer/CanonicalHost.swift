@@ -28,7 +28,9 @@ public enum CanonicalHost: Sendable, Hashable, CustomStringConvertible {
             self = .address(address)
             return
         }
-        guard let text = Self.decoded(raw) else { return nil }
+        // A valid name has at most 253 bytes, and the mapping composes no more than a letter and its marks into
+        // one scalar: a host of more than 4 × 253 scalars is refused before the mapping and the encoding.
+        guard let text = Self.decoded(raw), text.unicodeScalars.count <= 4 * 253 else { return nil }
         let mapped = text.precomposedStringWithCompatibilityMapping.lowercased()
             .replacingOccurrences(of: "\u{3002}", with: ".")
         var labels = mapped.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -105,7 +107,10 @@ public enum CanonicalHost: Sendable, Hashable, CustomStringConvertible {
     private static func asciiLabel(_ label: String) -> String? {
         let isASCII = label.unicodeScalars.allSatisfy(\.isASCII)
         if !isASCII {
-            guard label.unicodeScalars.allSatisfy({ !$0.isASCII || isLabelCharacter($0) }),
+            // Punycode writes at least one character per scalar, so a label of more than 59 cannot fit in 63
+            // with `xn--`: refused before encoding, whose time grows with the square of the label.
+            guard label.unicodeScalars.count <= 59,
+                  label.unicodeScalars.allSatisfy({ !$0.isASCII || isLabelCharacter($0) }),
                   label.unicodeScalars.allSatisfy({ $0.isASCII || $0.properties.isAlphabetic || $0.properties.generalCategory.isMark
                       || $0.properties.numericType != nil }),
                   let encoded = Punycode.encode(label) else { return nil }

@@ -168,3 +168,20 @@ struct ServerURLTests {
         }
     }
 }
+
+@Suite("Server host canonicalisation")
+struct CanonicalHostTests {
+    @Test("IDNA labels become punycode; labels and names too long for DNS are refused, however long")
+    func lengths() {
+        #expect(CanonicalHost("B%C3%9Ccher.test") == .name("xn--bcher-kva.test"))
+        #expect(CanonicalHost(String(repeating: "a", count: 63) + ".test") != nil)
+        #expect(CanonicalHost(String(repeating: "a", count: 64) + ".test") == nil)
+        let han = "%E6%BC%A2"  // one Han character, percent-encoded as a URL carries it
+        #expect(CanonicalHost(String(repeating: han, count: 5) + ".test") != nil)
+        for count in [60, 5_000] {
+            #expect(CanonicalHost(String(repeating: han, count: count) + ".test") == nil, "\(count) Han characters in one label")
+        }
+        let manyLabels = Array(repeating: String(repeating: han, count: 3), count: 400).joined(separator: ".")
+        #expect(CanonicalHost(manyLabels) == nil, "1,200 characters in 400 labels")
+    }
+}
