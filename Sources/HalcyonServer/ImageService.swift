@@ -142,7 +142,7 @@ public final class ImageService: Sendable {
         let output = OutputRequest(explicit: explicit, negotiated: negotiated, options: options)
         let responseKey = "\(source.cacheKey)@\(processor?.identifier ?? "")\(output.cacheKey(defaults: configuration))#\(options.raw)\(options.skipProcessing.map(\.rawValue).sorted())"
 
-        let rawKey = Self.responseCacheKey(request)
+        let rawKey = responseCacheKey(request)
         // A local file is its own durable copy: only results of http(s) sources go to disk.
         let storesResult = source.url.map { !$0.isFileURL } ?? false
         if storesResult, let stored = await results.value(for: responseKey) {
@@ -321,7 +321,7 @@ public final class ImageService: Sendable {
     /// counts the hit. What ``cachedResponse(for:context:)`` and the channel's ``CachedResponseHandler`` both use.
     func cachedAnswer(path: String, headers: HTTPFields) -> CachedAnswer? {
         guard headers[.contentLength] == nil, headers[.transferEncoding] == nil,
-              let entry = responses.value(for: Self.responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
+              let entry = responses.value(for: responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
         // An expired URL is refused by the image handler, never answered from the cache.
         if let expires = entry.expires, Self.hasExpired(expires) { return nil }
         metrics.cache("response")
@@ -333,14 +333,16 @@ public final class ImageService: Sendable {
         Double(expires) < Date().timeIntervalSince1970
     }
 
-    /// The response cache's key: the path as sent and the `Accept` header.
-    static func responseCacheKey(_ request: Request) -> String {
+    /// The response cache's key: the path as sent and the format its `Accept` header negotiates.
+    func responseCacheKey(_ request: Request) -> String {
         responseCacheKey(path: request.uri.path, accept: request.headers[.accept])
     }
 
-    /// The response cache's key of a path and an `Accept` header.
-    static func responseCacheKey(path: String, accept: String?) -> String {
-        path + "\n" + (accept ?? "")
+    /// The response cache's key of a path and an `Accept` header: the path and the format the header
+    /// negotiates (none when it names no format this server writes), not the header itself, so requests whose
+    /// headers differ only in wording share one entry and a client cannot flush the cache by varying them.
+    func responseCacheKey(path: String, accept: String?) -> String {
+        path + "\n" + (encodingPolicy.negotiatedFormat(accepting: accept)?.rawValue ?? "")
     }
 
     /// Builds the entry's headers once, keeps it in the response cache and answers with it.

@@ -12,7 +12,7 @@ import NIOFoundationCompat
 /// entries are linked in order of use), so a flood of distinct small answers
 /// cannot make every store walk the whole cache under the lock.
 ///
-/// The service keys it by the request as sent (path and `Accept`), so a hit
+/// The service keys it by the request as sent (the path, and the format `Accept` negotiates), so a hit
 /// is answered before the path is parsed or its signature checked again: the
 /// same path was verified when the entry was made.
 public final class ResponseCache: Sendable {

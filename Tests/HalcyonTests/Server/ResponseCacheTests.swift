@@ -47,12 +47,13 @@ struct ResponseCacheTests {
     @Test("Random stores, replacements, hits and expiries keep exactly the entries a plain LRU list keeps")
     func matchesPlainLRU() {
         var generator = SeededGenerator(state: 16)
-        let limit = 40 * 1024
-        let cache = ResponseCache(limit: limit, lifetime: 300)
+        let (limit, lifetime) = (40 * 1024, 3.0)
+        let cache = ResponseCache(limit: limit, lifetime: lifetime)
         var model: [(key: String, cost: Int, created: Date)] = []  // least recently used first
+        var (expiries, evictions) = (0, 0)
         let start = Date()
         for step in 0..<6000 {
-            let key = "k\(generator.next() % 90)"
+            let key = "k\(generator.next() % 40)"
             let now = start.addingTimeInterval(Double(step) * 0.1)
             if generator.next() % 3 == 0 {
                 let entry = ResponseCache.Entry(body: Data(count: Int(generator.next() % 3000)), contentType: "image/png",
@@ -62,17 +63,21 @@ struct ResponseCacheTests {
                 guard cost <= limit / 4 else { continue }
                 model.removeAll { $0.key == key }
                 model.append((key, cost, now))
-                while model.reduce(0, { $0 + $1.cost }) > limit { model.removeFirst() }
+                while model.reduce(0, { $0 + $1.cost }) > limit { model.removeFirst(); evictions += 1 }
             } else {
                 let found = cache.value(for: key, now: now) != nil
                 let index = model.firstIndex { $0.key == key }
-                let fresh = index.map { now.timeIntervalSince(model[$0].created) <= 300 } ?? false
+                let fresh = index.map { now.timeIntervalSince(model[$0].created) <= lifetime } ?? false
                 #expect(found == fresh, "step \(step): \(key)")
-                if let index { let use = model.remove(at: index); if fresh { model.append(use) } }
+                if let index {
+                    let use = model.remove(at: index)
+                    if fresh { model.append(use) } else { expiries += 1 }
+                }
             }
             #expect(cache.heldBytes == model.reduce(0) { $0 + $1.cost } && cache.heldBytes <= limit, "step \(step)")
         }
         #expect(cache.counts.entries == model.count)
+        #expect(expiries > 100 && evictions > 100, "\(expiries) expiries and \(evictions) evictions exercised")
     }
 
     @Test("Evicted and expired entries' slots are reused: the slots made stay at the most entries ever held")
@@ -85,6 +90,8 @@ struct ResponseCacheTests {
         for index in 0..<100 { _ = cache.value(for: String(format: "k%05d", 9_990 + index % 10)) }
         let counts = cache.counts
         #expect(counts.entries == 7 && counts.slots <= 9, "\(counts)")
+        #expect((9_990..<10_000).map { cache.value(for: String(format: "k%05d", $0)) != nil } == (9_990..<10_000).map { (9_992..<9_999).contains($0) })
+        #expect(cache.heldBytes == 7 * cost)
     }
 
     @Test("HTTP dates match the IMF-fixdate a POSIX DateFormatter makes")

@@ -92,4 +92,21 @@ struct ServerHTTPCachingTests {
         #expect(conditional.header("vary") == "Accept")
         await fixture.stop()
     }
+    @Test("Accept headers that negotiate one format share one cached answer: varying the wording cannot flush the cache")
+    func acceptWordingSharesAnEntry() async throws {
+        let fixture = try await ServerFixture.start()
+        defer { Task { await fixture.stop() } }
+        let path = fixture.signedPath("w:20", source: fixture.source("/image/accept"))
+        let first = try await fixture.get(path, headers: [("Accept", "image/webp")])
+        #expect(first.status == 200 && first.header("content-type") == "image/webp")
+        for variant in 0..<20 {
+            let reply = try await fixture.get(path, headers: [("Accept", "image/webp;q=0.\(variant + 1), */*;v=\(variant)")])
+            #expect(reply.status == 200 && reply.header("content-type") == "image/webp" && reply.body == first.body, "variant \(variant)")
+        }
+        let png = try await fixture.get(path, headers: [("Accept", "image/png")])
+        #expect(png.status == 200 && png.header("content-type") != "image/webp", "a header that negotiates nothing is another entry")
+        let metrics = String(decoding: try await fixture.get("/metrics").body, as: UTF8.self)
+        #expect(metrics.contains(#"halcyon_cache_results_total{type="response"} 20"#), "\(metrics.split(separator: "\n").filter { $0.contains("cache_results") })")
+        await fixture.stop()
+    }
 }
