@@ -17,10 +17,18 @@ public final class InFlightLimiter: Sendable {
     public let queue: Int
     private let state = Locked(State())
 
+    /// Called between deciding to queue and queueing (tests: a release in that window).
+    private let beforeQueueing: (@Sendable () -> Void)?
+
     /// Makes a limiter.
-    public init(limit: Int, queue: Int) {
+    public convenience init(limit: Int, queue: Int) {
+        self.init(limit: limit, queue: queue, beforeQueueing: nil)
+    }
+
+    init(limit: Int, queue: Int, beforeQueueing: (@Sendable () -> Void)?) {
         self.limit = max(1, limit)
         self.queue = max(0, queue)
+        self.beforeQueueing = beforeQueueing
     }
 
     /// How many run now.
@@ -46,22 +54,35 @@ public final class InFlightLimiter: Sendable {
         case .granted: return true
         case .refused: return false
         case .wait(let id):
-            let deadline = timeout.map { timeout in
-                Task { [weak self] in
-                    try? await Task.sleep(for: timeout)
-                    guard !Task.isCancelled else { return }
-                    self?.giveUp(id)
-                }
-            }
+            beforeQueueing?()
+            var deadline: Task<Void, Never>?
             defer { deadline?.cancel() }
             return await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
-                    let cancelled = state.withLock { state -> Bool in
-                        if Task.isCancelled { return true }
+                    // Looked at again under the lock that queues it: a slot freed, or the queue filled, since the
+                    // decision (a release then found no waiter and gave its slot back to the count).
+                    let answer = state.withLock { state -> Bool? in
+                        if Task.isCancelled { return false }
+                        if state.running < limit {
+                            state.running += 1
+                            return true
+                        }
+                        guard state.waiters.count < queue else { return false }
                         state.waiters.append((id, continuation))
-                        return false
+                        return nil
                     }
-                    if cancelled { continuation.resume(returning: false) }
+                    if let answer {
+                        continuation.resume(returning: answer)
+                        return
+                    }
+                    // Started once queued, so giving up always finds the waiter.
+                    deadline = timeout.map { timeout in
+                        Task { [weak self] in
+                            try? await Task.sleep(for: timeout)
+                            guard !Task.isCancelled else { return }
+                            self?.giveUp(id)
+                        }
+                    }
                 }
             } onCancel: {
                 giveUp(id)

@@ -125,18 +125,23 @@ public final class ResponseCache: Sendable {
             append(slot)
         }
 
-        /// Drops the entry in `slot` and frees the slot.
-        mutating func remove(_ slot: Int) {
+        /// Takes the entry out of `slot` and frees the slot; the caller releases the entry after unlocking.
+        mutating func remove(_ slot: Int) -> Entry? {
             unlink(slot)
             index[slots[slot].key] = nil
             bytes -= slots[slot].cost
+            let entry = slots[slot].entry
             slots[slot] = Slot(key: "", entry: nil, cost: 0, previous: -1, next: -1)
             unused.append(slot)
+            return entry
         }
 
-        /// Removes least-recently-used entries until `bytes` is at most `limit`.
-        mutating func evict(downTo limit: Int) {
-            while bytes > limit, head >= 0 { remove(head) }
+        /// Removes least-recently-used entries until `bytes` is at most `limit` and gives them back, so their
+        /// memory (a large body may be unmapped) is released after the lock.
+        mutating func evict(downTo limit: Int) -> [Entry] {
+            var evicted: [Entry] = []
+            while bytes > limit, head >= 0, let entry = remove(head) { evicted.append(entry) }
+            return evicted
         }
 
         private mutating func unlink(_ slot: Int) {
@@ -166,24 +171,27 @@ public final class ResponseCache: Sendable {
     /// The entry for `key`, if fresh.
     public func value(for key: String, now: Date = Date()) -> Entry? {
         // One hash of the key under the lock: the slot serves the read and the move to the recent end.
-        state.withLock { state in
-            guard let slot = state.slot(for: key), let entry = state.slots[slot].entry else { return nil }
-            if now.timeIntervalSince(entry.created) > lifetime {
-                state.remove(slot)
-                return nil
-            }
+        // An expired entry comes out of the lock with the answer and is released here, not under the lock.
+        state.withLock { state -> (found: Entry?, expired: Entry?) in
+            guard let slot = state.slot(for: key), let entry = state.slots[slot].entry else { return (nil, nil) }
+            if now.timeIntervalSince(entry.created) > lifetime { return (nil, state.remove(slot)) }
             state.touch(slot)
-            return entry
-        }
+            return (entry, nil)
+        }.found
     }
 
-    /// Stores `entry`; skipped when larger than a quarter of the limit.
+    /// Stores `entry`; when it is larger than a quarter of the limit it is not kept, and neither is an older
+    /// entry under `key` (which would otherwise go on answering instead of it).
     public func store(_ entry: Entry, for key: String) {
         let cost = Self.cost(of: entry, key: key)
-        guard cost <= limit / 4 else { return }
-        state.withLock { state in
+        guard cost <= limit / 4 else {
+            _ = state.withLock { state in state.slot(for: key).flatMap { state.remove($0) } }
+            return
+        }
+        // The evicted entries come out of the lock and are released here, not while hits wait for it.
+        _ = state.withLock { state -> [Entry] in
             state.insert(entry, for: key, cost: cost)
-            state.evict(downTo: limit)
+            return state.evict(downTo: limit)
         }
     }
 

@@ -44,6 +44,15 @@ struct ResponseCacheTests {
         #expect((0..<5).map { cache.value(for: key($0)) != nil } == [true, false, true, true, true])
     }
 
+    @Test("An answer too large to keep also drops the older answer under its key")
+    func tooLargeReplacesOlder() {
+        let cache = ResponseCache(limit: 64 * 1024, lifetime: 300)
+        cache.store(Self.entry(1000), for: "k")
+        #expect(cache.value(for: "k") != nil)
+        cache.store(Self.entry(20_000), for: "k")
+        #expect(cache.value(for: "k") == nil && cache.heldBytes == 0)
+    }
+
     @Test("Random stores, replacements, hits and expiries keep exactly the entries a plain LRU list keeps")
     func matchesPlainLRU() {
         var generator = SeededGenerator(state: 16)
@@ -60,8 +69,8 @@ struct ResponseCacheTests {
                                                 etag: "\"\(step)\"", created: now)
                 let cost = ResponseCache.cost(of: entry, key: key)
                 cache.store(entry, for: key)
-                guard cost <= limit / 4 else { continue }
                 model.removeAll { $0.key == key }
+                guard cost <= limit / 4 else { continue }
                 model.append((key, cost, now))
                 while model.reduce(0, { $0 + $1.cost }) > limit { model.removeFirst(); evictions += 1 }
             } else {
