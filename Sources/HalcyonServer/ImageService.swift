@@ -29,6 +29,8 @@ public final class ImageService: Sendable {
     public let connections: ConnectionLimits
     /// How the output format and quality are chosen (Accept negotiation, defaults, fallbacks).
     public let encodingPolicy = OutputEncodingPolicy.default
+    /// The formats the `Accept` headers seen negotiate, so a cached hit does not parse its header again.
+    let negotiatedFormats = NegotiatedFormats(policy: .default)
     let signer: URLSigner?
     private let resolver: SourceResolver
     private let responses: ResponseCache
@@ -131,7 +133,7 @@ public final class ImageService: Sendable {
 
         // Output format: extension or f:, else Accept, else the source's.
         let explicit = parsed.outputExtension ?? options.format
-        let negotiated = explicit == nil ? encodingPolicy.negotiatedFormat(accepting: request.headers[.accept]) : nil
+        let negotiated = explicit == nil ? negotiatedFormats.format(accepting: request.headers[.accept]) : nil
         let memory = MemoryAdmission(
             budget: memoryBudget, options: options,
             maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000), maxResultSide: configuration.maxResultDimension,
@@ -342,7 +344,7 @@ public final class ImageService: Sendable {
     /// negotiates (none when it names no format this server writes), not the header itself, so requests whose
     /// headers differ only in wording share one entry and a client cannot flush the cache by varying them.
     func responseCacheKey(path: String, accept: String?) -> String {
-        path + "\n" + (encodingPolicy.negotiatedFormat(accepting: accept)?.rawValue ?? "")
+        path + "\n" + (negotiatedFormats.format(accepting: accept)?.rawValue ?? "")
     }
 
     /// Builds the entry's headers once, keeps it in the response cache and answers with it.
