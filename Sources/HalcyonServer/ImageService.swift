@@ -29,8 +29,8 @@ public final class ImageService: Sendable {
     public let connections: ConnectionLimits
     /// How the output format and quality are chosen (Accept negotiation, defaults, fallbacks).
     public let encodingPolicy = OutputEncodingPolicy.default
-    /// The formats the `Accept` headers seen negotiate, so a cached hit does not parse its header again.
-    let negotiatedFormats = NegotiatedFormats(policy: .default)
+    /// What the `Accept` headers seen negotiate under ``encodingPolicy``, so a cached hit does not parse its header again.
+    let negotiatedFormats: NegotiatedFormats
     let signer: URLSigner?
     private let resolver: SourceResolver
     private let responses: ResponseCache
@@ -63,6 +63,7 @@ public final class ImageService: Sendable {
         resolver = SourceResolver(localRoot: configuration.localRoot, allowedPrefixes: configuration.allowedSources)
         responses = ResponseCache(limit: configuration.responseCacheMegabytes * 1024 * 1024, lifetime: 300)
         health = HealthMonitor()
+        negotiatedFormats = NegotiatedFormats(policy: encodingPolicy)
         memoryBudget = MemoryBudget(capacity: configuration.memoryBudgetMegabytes * 1024 * 1024)
         connections = ConnectionLimits(
             maxConnections: configuration.maxConnections, headerTimeout: .nanoseconds(Int64(configuration.headerTimeout * 1e9)))
