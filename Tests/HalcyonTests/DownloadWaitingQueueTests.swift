@@ -7,8 +7,7 @@ import Testing
 @Suite("Download waiting queue")
 struct DownloadWaitingQueueTests {
     static func task(_ index: Int) -> SessionDataTask {
-        SessionDataTask(request: ImageDownloadRequest(url: URL(string: "http://127.0.0.1/\(index)")!), redirectHandler: nil,
-                        onAbandoned: { _ in })
+        SessionDataTask(request: ImageDownloadRequest(url: URL(string: "http://127.0.0.1/\(index)")!), redirectHandler: nil, owner: nil)
     }
 
     /// The reference: a list in submission order, scanned whole for every start.

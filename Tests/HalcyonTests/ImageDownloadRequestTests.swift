@@ -1,5 +1,5 @@
 import Foundation
-import Halcyon
+@testable import Halcyon
 import Testing
 
 /// Header handling of ``ImageDownloadRequest``, ``ImageDownloadResponse`` and ``HTTPCredential``.
@@ -29,5 +29,56 @@ import Testing
     @Test func credentialsMakeAuthorizationValues() {
         #expect(HTTPCredential.basic(username: "user", password: "pass").authorizationHeaderValue == "Basic dXNlcjpwYXNz")
         #expect(HTTPCredential.bearer(token: "t").authorizationHeaderValue == "Bearer t")
+    }
+}
+
+/// The download path's shortcuts give the answers of the general code they skip.
+@Suite struct DownloadShortcutTests {
+    /// Whether `url` has an http(s) scheme (any case) and a non-empty host, asked through `URLComponents`.
+    private func expectedFetchable(_ url: URL) -> Bool {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        return !(components.host ?? "").isEmpty
+    }
+
+    @Test func fetchableURLsWithAndWithoutTheShortcut() throws {
+        let texts = [
+            "http://a/x", "https://example.com", "https://example.com?q=1", "http://127.0.0.1:8080/a.png",
+            "HTTP://example.com/a", "Https://example.com", "http://user@example.com/", "http://user:pw@host/x",
+            "http://[::1]:8080/a", "http://h%41st/a", "http://:80/x", "http:///x", "http:/x", "http:x",
+            "ftp://example.com/a", "file:///tmp/a.png", "https://example.com#frag", "http://a.b.c.d/?#",
+        ]
+        var shortcuts = 0
+        for text in texts {
+            let url = try #require(URL(string: text), "\(text)")
+            let expected = expectedFetchable(url)
+            #expect(ImageDownloader.isFetchable(url) == expected, "\(text)")
+            if ImageDownloader.hasPlainHost(url.absoluteString) {
+                shortcuts += 1
+                #expect(expected, "the shortcut accepted \(text)")
+            }
+        }
+        // The usual URLs take the shortcut; the unusual ones go to the general check.
+        #expect(shortcuts == 6)
+        let relative = try #require(URL(string: "/b.png", relativeTo: URL(string: "https://example.com/a/")))
+        #expect(ImageDownloader.isFetchable(relative))
+    }
+
+    @Test func responseNamesAreLowercasedOnlyWhenNeededAndRepeatsJoined() {
+        let fields = [("content-length", "3"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2"), ("X-ID", "x"), ("etag", "\"v\"")]
+        let response = ImageDownloadResponse(url: URL(string: "https://example.com")!, statusCode: 200, fields: fields)
+        #expect(response.headers == ["content-length": "3", "set-cookie": "a=1, b=2", "x-id": "x", "etag": "\"v\""])
+        #expect(response.expectedContentLength == 3)
+    }
+
+    @Test func coalescingKeyIsTheURLUntilAValidatorIsSet() {
+        let url = URL(string: "https://example.com/a.png")!
+        var request = ImageDownloadRequest(url: url)
+        #expect(request.coalescingKey == url.absoluteString)
+        request.setValue("text/plain", forHTTPHeaderField: "Accept")
+        let plainWithHeader = request.coalescingKey
+        request.setValue("\"v1\"", forHTTPHeaderField: "If-None-Match")
+        #expect(request.coalescingKey != plainWithHeader)
+        #expect(request.coalescingKey.hasPrefix(url.absoluteString + "\n"))
     }
 }

@@ -197,6 +197,44 @@ func runRawClient(_ client: HTTPClient, urls: [URL], collect: Bool = false) asyn
     }
 }
 
+/// Gathers a body on the event loop through AsyncHTTPClient's delegate API: no task hop per chunk.
+final class BodyCollector: HTTPClientResponseDelegate, @unchecked Sendable {
+    typealias Response = Int
+    private var count = 0
+
+    func didReceiveBodyPart(task: HTTPClient.Task<Int>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
+        count += buffer.readableBytes
+        return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    func didFinishRequest(task: HTTPClient.Task<Int>) throws -> Int { count }
+}
+
+/// Fetches every URL with the bare client's delegate API (16 workers awaiting each request's future).
+func runRawDelegate(_ client: HTTPClient, urls: [URL]) async throws -> Measurement {
+    try await runWorkers(urls: urls) { url in
+        let request = try HTTPClient.Request(url: url.absoluteString)
+        return try await client.execute(request: request, delegate: BodyCollector(), deadline: .now() + .seconds(30)).futureResult.get()
+    }
+}
+
+/// The bare collecting loop with each request on a new task whose end resumes the awaiting worker: the hops
+/// Halcyon's async methods add, without Halcyon.
+func runRawHop(_ client: HTTPClient, urls: [URL]) async throws -> Measurement {
+    try await runWorkers(urls: urls) { url in
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, any Error>) in
+            Task {
+                do {
+                    let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(30))
+                    continuation.resume(returning: try await response.body.collect(upTo: 64 * 1024 * 1024).readableBytes)
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+}
+
 /// Fetches every URL with `curl --parallel --parallel-max 16` from a config file.
 func runCurl(configPath: String, urls: [URL], expectedBytes: Int) throws -> Measurement {
     let process = Process()
@@ -261,15 +299,31 @@ pool.retryConnectionEstablishment = false
 let rawClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(30)), connectionPool: pool, decompression: .enabled(limit: .ratio(200))))
 _ = try await runRawClient(rawClient, urls: Array(urls.prefix(64)))
 
-// `PROFILE=halcyon` (callbacks), `PROFILE=halcyon-workers`, `PROFILE=raw` or `PROFILE=raw-collect` runs only that client, ROUNDS times, and prints its seconds (for perf or callgrind).
-if let only = ProcessInfo.processInfo.environment["PROFILE"] {
+// `PROFILE=halcyon` (callbacks), `halcyon-async`, `halcyon-workers`, `raw`, `raw-collect`, `raw-delegate` or `raw-hop`
+// runs only that client, ROUNDS times, and prints its seconds (for perf).
+// A comma-separated list (`PROFILE=raw-collect,halcyon-workers`) runs those clients in turn each round and ends
+// with each one's median CPU per round and its ratio to the first's, round by round (steadier on shared cores).
+if let profile = ProcessInfo.processInfo.environment["PROFILE"] {
+    let names = profile.split(separator: ",").map(String.init)
+    var cpu: [[Double]] = names.map { _ in [] }
     for round in 1...rounds {
-        let m = try await timed {
-            if only.hasPrefix("raw") { try await runRawClient(rawClient, urls: urls, collect: only == "raw-collect") }
-            else if only == "halcyon-workers" { try await runHalcyonWorkers(downloader, urls: urls) }
-            else { try await runHalcyonCallbacks(downloader, urls: urls, decode: false) }
+        for (index, only) in names.enumerated() {
+            let m = try await timed {
+                if only == "raw-hop" { try await runRawHop(rawClient, urls: urls) }
+                else if only == "raw-delegate" { try await runRawDelegate(rawClient, urls: urls) }
+                else if only.hasPrefix("raw") { try await runRawClient(rawClient, urls: urls, collect: only == "raw-collect") }
+                else if only == "halcyon-workers" { try await runHalcyonWorkers(downloader, urls: urls) }
+                else if only == "halcyon-async" { try await runHalcyon(downloader, urls: urls, decode: false) }
+                else { try await runHalcyonCallbacks(downloader, urls: urls, decode: false) }
+            }
+            cpu[index].append(m.cpuSeconds)
+            print(String(format: "%@ round %d: %.3f s, CPU %.3f s", only, round, m.seconds, m.cpuSeconds))
         }
-        print(String(format: "%@ round %d: %.3f s, CPU %.3f s", only, round, m.seconds, m.cpuSeconds))
+    }
+    for (index, name) in names.enumerated() {
+        let ratios = zip(cpu[0], cpu[index]).map { $0 / $1 }.sorted()
+        print(String(format: "%@: median CPU %.3f s; CPU efficiency vs %@, median of rounds %.3f (%.3f–%.3f)", name,
+                     cpu[index].sorted()[cpu[index].count / 2], names[0], ratios[ratios.count / 2], ratios.first ?? 0, ratios.last ?? 0))
     }
     exit(0)
 }

@@ -55,6 +55,6 @@ public struct DownloadOptions: Sendable {
         set { processingOptions.processor = newValue }
     }
 
-    /// The default options.
-    public static var `default`: DownloadOptions { DownloadOptions() }
+    /// The default options (made once: the full processing options are costly to build per request).
+    public static let `default` = DownloadOptions()
 }

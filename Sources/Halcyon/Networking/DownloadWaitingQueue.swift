@@ -122,3 +122,21 @@ struct DownloadWaitingQueue {
         }
     }
 }
+
+/// The waiting requests that free slots made ready, in the order they start; holding one (the usual case) allocates nothing.
+struct ReadyTasks {
+    /// The first, which a worker that freed its slot may run itself.
+    private(set) var first: SessionDataTask?
+    /// The others, in order.
+    private(set) var others: [SessionDataTask] = []
+
+    mutating func append(_ task: SessionDataTask) {
+        if first == nil { first = task } else { others.append(task) }
+    }
+
+    /// Calls `body` with each, in order.
+    func forEach(_ body: (SessionDataTask) -> Void) {
+        first.map(body)
+        others.forEach(body)
+    }
+}

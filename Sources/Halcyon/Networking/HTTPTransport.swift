@@ -19,6 +19,8 @@ struct FetchSettings: Sendable {
     var maxRedirects: Int
     var credentials: [String: HTTPCredential]
     var connectionGate: (any ImageDownloaderConnectionGate)? = nil
+    /// The downloader's delegate when the fetch started.
+    var delegate: (any ImageDownloaderDelegate)? = nil
 }
 
 /// Runs one ``SessionDataTask`` over AsyncHTTPClient: redirects, credentials,
@@ -176,7 +178,7 @@ struct HTTPTransport: Sendable {
 
     /// Checks the status code (delegate or 2xx/3xx), refuses 304 and asks the delegate about the head.
     private func validateHead(_ head: ImageDownloadResponse, url: URL) throws {
-        let delegate = downloader.delegate
+        let delegate = settings.delegate
         let valid = delegate?.isValidStatusCode(head.statusCode, for: downloader) ?? (200..<400).contains(head.statusCode)
         guard valid else {
             throw HalcyonError.responseError(reason: .invalidHTTPStatusCode(url: url, statusCode: head.statusCode))
@@ -254,7 +256,7 @@ struct HTTPTransport: Sendable {
     /// The AsyncHTTPClient request for `request`, with credentials and the default headers.
     private func wireRequest(for request: ImageDownloadRequest) -> HTTPClientRequest {
         var wire = HTTPClientRequest(url: request.url.absoluteString)
-        wire.method = HTTPMethod(rawValue: request.httpMethod.uppercased())
+        wire.method = request.httpMethod == "GET" ? .GET : HTTPMethod(rawValue: request.httpMethod.uppercased())
         for field in request.orderedHeaderFields {
             wire.headers.add(name: field.name, value: field.value)
         }

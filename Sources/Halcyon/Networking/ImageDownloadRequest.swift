@@ -55,6 +55,9 @@ public struct ImageDownloadRequest: Sendable, Hashable {
     /// validators, credentials), so a revalidation never answers a plain request with a 304.
     var coalescingKey: String {
         var key = url.absoluteString
+        // Without header fields (the usual request) the key is the URL alone: an absolute URL has no line
+        // break, so it cannot equal a key that carries validators.
+        guard !fields.isEmpty else { return key }
         for name in Self.varyingFields {
             key += "\n" + (value(forHTTPHeaderField: name) ?? "")
         }

@@ -21,9 +21,10 @@ public struct ImageDownloadResponse: Sendable {
     init<Fields: Sequence<(String, String)>>(url: URL, statusCode: Int, fields: Fields) {
         self.url = url
         self.statusCode = statusCode
-        var lowercased: [String: String] = [:]
+        var lowercased: [String: String] = Dictionary(minimumCapacity: fields.underestimatedCount)
         for (name, value) in fields {
-            let key = name.lowercased()
+            // Servers mostly send lowercase names (HTTP/2 and nginx always): those are kept without a copy.
+            let key = name.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) ? name.lowercased() : name
             lowercased[key] = lowercased[key].map { "\($0), \(value)" } ?? value
         }
         self.headers = lowercased

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import Synchronization
 
 /// Downloads images over HTTP(S) with AsyncHTTPClient.
 ///
@@ -17,7 +18,7 @@ import NIOCore
 /// HTTP client: call ``shutdown()`` when done with it (``default`` lives for
 /// the whole process); one dropped without it shuts its client down when
 /// released.
-public final class ImageDownloader: Sendable {
+public final class ImageDownloader: Sendable, SessionDataTaskOwner {
     /// The order in which waiting requests start.
     public enum ExecutionOrder: Sendable {
         /// First in, first out (the default).
@@ -33,6 +34,9 @@ public final class ImageDownloader: Sendable {
     public let name: String
 
     private let state: Locked<State>
+    private let config: Locked<Config>
+    /// Whether `httpHeaders` is not empty, written under `config`'s lock: a request reads the headers only then.
+    private let hasHeaders = Atomic<Bool>(false)
     private let resumable = ResumableDataStore()
 
     /// Whether a partial body of `url` is kept for resuming (tests wait on it: it is stored after the caller was told).
@@ -41,31 +45,44 @@ public final class ImageDownloader: Sendable {
     /// Decoding for ``downloadImage(with:options:)`` callers: the shared pipeline's bounded decode queue.
     private let processingQueue = PipelineQueues.shared.decode
 
+    /// The requests: registered, running and waiting.
     private struct State {
-        var downloadTimeout: TimeInterval = 15
         var maxConcurrentDownloads = 6
-        var maxResponseBytes = 50 * 1024 * 1024
-        var maxRedirects = 10
-        var httpHeaders: [String: String] = [:]
-        var credentials: [String: HTTPCredential] = [:]
-        weak var delegate: (any ImageDownloaderDelegate)?
-        var connectionGate: (any ImageDownloaderConnectionGate)?
-
-        var client: HTTPClient?
         var isShutDown = false
         var tasks: [String: SessionDataTask] = [:]
         var running = 0
         var waiting = DownloadWaitingQueue()
     }
 
+    /// The settings each request reads and the HTTP client, under a lock of their own so that reading
+    /// them does not wait behind the requests' bookkeeping.
+    private struct Config {
+        var downloadTimeout: TimeInterval = 15
+        /// A copy of `State.maxConcurrentDownloads`, for sizing the client's pool.
+        var maxConcurrentDownloads = 6
+        var maxResponseBytes = 50 * 1024 * 1024
+        var maxRedirects = 10
+        var httpHeaders: [String: String] = [:] {
+            didSet { headerFields = httpHeaders.sorted { $0.key < $1.key } }
+        }
+        /// `httpHeaders` sorted by name, as each request applies them.
+        private(set) var headerFields: [(key: String, value: String)] = []
+        var credentials: [String: HTTPCredential] = [:]
+        weak var delegate: (any ImageDownloaderDelegate)?
+        var connectionGate: (any ImageDownloaderConnectionGate)?
+        var client: HTTPClient?
+        var isShutDown = false
+    }
+
     /// Makes a downloader; its HTTP client is created on the first request.
     public init(name: String) {
         self.name = name
         self.state = Locked(State())
+        self.config = Locked(Config())
     }
 
     deinit {
-        let client = state.withLock { $0.client }
+        let client = config.withLock { $0.client }
         client?.shutdown { _ in }
     }
 
@@ -73,8 +90,8 @@ public final class ImageDownloader: Sendable {
 
     /// Idle timeout in seconds: a download fails with `.timedOut` when nothing arrives for this long. Default 15.
     public var downloadTimeout: TimeInterval {
-        get { state.withLock { $0.downloadTimeout } }
-        set { state.withLock { $0.downloadTimeout = newValue } }
+        get { config.withLock { $0.downloadTimeout } }
+        set { config.withLock { $0.downloadTimeout = newValue } }
     }
 
     /// How many HTTP requests run at once; others wait. Default 6, at least 1.
@@ -85,7 +102,8 @@ public final class ImageDownloader: Sendable {
     public var maxConcurrentDownloads: Int {
         get { state.withLock { $0.maxConcurrentDownloads } }
         set {
-            let ready = state.withLock { state -> [SessionDataTask] in
+            config.withLock { $0.maxConcurrentDownloads = max(1, newValue) }
+            let ready = state.withLock { state -> ReadyTasks in
                 state.maxConcurrentDownloads = max(1, newValue)
                 return Self.dequeueReady(&state)
             }
@@ -101,38 +119,43 @@ public final class ImageDownloader: Sendable {
 
     /// Largest body accepted, in bytes; checked on Content-Length and while streaming. Default 50 MB.
     public var maxResponseBytes: Int {
-        get { state.withLock { $0.maxResponseBytes } }
-        set { state.withLock { $0.maxResponseBytes = newValue } }
+        get { config.withLock { $0.maxResponseBytes } }
+        set { config.withLock { $0.maxResponseBytes = newValue } }
     }
 
     /// Most redirects followed for one request. Default 10.
     public var maxRedirects: Int {
-        get { state.withLock { $0.maxRedirects } }
-        set { state.withLock { $0.maxRedirects = max(0, newValue) } }
+        get { config.withLock { $0.maxRedirects } }
+        set { config.withLock { $0.maxRedirects = max(0, newValue) } }
     }
 
     /// Header fields added to every request before the request modifier runs. Default none.
     public var httpHeaders: [String: String] {
-        get { state.withLock { $0.httpHeaders } }
-        set { state.withLock { $0.httpHeaders = newValue } }
+        get { config.withLock { $0.httpHeaders } }
+        set {
+            config.withLock { config in
+                config.httpHeaders = newValue
+                hasHeaders.store(!newValue.isEmpty, ordering: .releasing)
+            }
+        }
     }
 
     /// Observes and steers downloads; held weakly. Default nil.
     public var delegate: (any ImageDownloaderDelegate)? {
-        get { state.withLock { $0.delegate } }
-        set { state.withLock { $0.delegate = newValue } }
+        get { config.withLock { $0.delegate } }
+        set { config.withLock { $0.delegate = newValue } }
     }
 
     /// Vets each hop (first request and redirects) before it connects, and gives the client and the URL
     /// (for example with a canonical host) the hop is sent with; nil (the default) connects anywhere.
     public var connectionGate: (any ImageDownloaderConnectionGate)? {
-        get { state.withLock { $0.connectionGate } }
-        set { state.withLock { $0.connectionGate = newValue } }
+        get { config.withLock { $0.connectionGate } }
+        set { config.withLock { $0.connectionGate = newValue } }
     }
 
     /// Sets (or with nil removes) the credential sent to `host` (case-insensitive).
     public func setCredential(_ credential: HTTPCredential?, forHost host: String) {
-        state.withLock { $0.credentials[host.lowercased()] = credential }
+        config.withLock { $0.credentials[host.lowercased()] = credential }
     }
 
     /// Cancels every caller waiting for `url` (after the request modifier), whatever their other headers; each gets `.taskCancelled`.
@@ -152,10 +175,11 @@ public final class ImageDownloader: Sendable {
 
     /// Stops accepting requests and shuts the HTTP client down; running requests fail.
     public func shutdown() async {
-        let client = state.withLock { state -> HTTPClient? in
-            state.isShutDown = true
-            defer { state.client = nil }
-            return state.client
+        state.withLock { $0.isShutDown = true }
+        let client = config.withLock { config -> HTTPClient? in
+            config.isShutDown = true
+            defer { config.client = nil }
+            return config.client
         }
         try? await client?.shutdown()
     }
@@ -214,12 +238,10 @@ public final class ImageDownloader: Sendable {
     func download(
         url: URL, options: DownloadOptions, decode: Bool, task: DownloadTask? = nil
     ) async throws(HalcyonError) -> DownloadPayload {
-        var options = options
-        options.callbackQueue = .untouch
         let task = task ?? DownloadTask(url: url)
         let result = await withTaskCancellationHandler {
             await awaitDelivery { (deliver: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void) in
-                _ = self.start(url: url, options: options, decode: decode, downloadTask: task, completion: deliver)
+                _ = self.start(url: url, options: options, queue: .untouch, decode: decode, downloadTask: task, completion: deliver)
             }
         } onCancel: {
             task.cancel()
@@ -234,20 +256,23 @@ public final class ImageDownloader: Sendable {
     /// The request modifier runs first, on the URL as given (so it may turn a
     /// placeholder into a real URL); only the URL of the request it returns
     /// must be fetchable. A modifier that returns nil fails with `requestError(.emptyRequest)`.
+    /// `queue`, when given, replaces `options.callbackQueue` (the async methods pass `.untouch`).
     private func start(
         url: URL,
         options: DownloadOptions,
+        queue: CallbackQueue? = nil,
         decode: Bool,
         downloadTask: DownloadTask,
         completion: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void
     ) -> Bool {
-        let queue = options.callbackQueue
+        let queue = queue ?? options.callbackQueue
         let fail: @Sendable (HalcyonError) -> Void = { error in queue.execute { completion(.failure(error)) } }
         var request = ImageDownloadRequest(url: url)
-        for (name, value) in httpHeaders.sorted(by: { $0.key < $1.key }) {
+        let headerFields = hasHeaders.load(ordering: .acquiring) ? config.withLock { $0.headerFields } : []
+        for (name, value) in headerFields {
             request.setValue(value, forHTTPHeaderField: name)
         }
-        let callback = SessionDataTask.Callback(options: options, decode: decode, completion: completion)
+        let callback = SessionDataTask.Callback(options: options, queue: queue, decode: decode, completion: completion)
 
         guard let modifier = options.requestModifier else {
             return registerIfFetchable(request, callback: callback, downloadTask: downloadTask, fail: fail)
@@ -288,16 +313,15 @@ public final class ImageDownloader: Sendable {
             return callback.deliver(.failure(.requestError(reason: .taskCancelled(task: nil, token: nil))))
         }
         let key = request.coalescingKey
-        let registration = state.withLock { state -> (SessionDataTask, CancelToken, [SessionDataTask])? in
+        let registration = state.withLock { state -> (SessionDataTask, CancelToken, ReadyTasks)? in
             guard !state.isShutDown else { return nil }
             if let existing = state.tasks[key], let token = existing.add(callback) {
                 state.waiting.setPriority(existing.priority, for: existing)
-                return (existing, token, [])
+                return (existing, token, ReadyTasks())
             }
             let task = SessionDataTask(
                 request: request, key: key, redirectHandler: callback.options.redirectHandler,
-                onAbandoned: { [weak self] task in self?.abandon(task) },
-                onPriorityChanged: { [weak self] task in self?.reprioritize(task) })
+                owner: self)
             guard let token = task.add(callback) else { return nil }
             state.tasks[key] = task
             state.waiting.append(task, priority: callback.options.downloadPriority)
@@ -311,7 +335,7 @@ public final class ImageDownloader: Sendable {
     }
 
     /// Forgets a task whose last caller cancelled.
-    private func abandon(_ task: SessionDataTask) {
+    func sessionDataTaskWasAbandoned(_ task: SessionDataTask) {
         state.withLock { state in
             Self.forget(task, in: &state)
             state.waiting.remove(task)
@@ -319,7 +343,7 @@ public final class ImageDownloader: Sendable {
     }
 
     /// Moves a waiting task to the highest priority of the callers it still has.
-    private func reprioritize(_ task: SessionDataTask) {
+    func sessionDataTaskPriorityDidChange(_ task: SessionDataTask) {
         state.withLock { state in
             state.waiting.setPriority(task.priority, for: task)
         }
@@ -335,8 +359,8 @@ public final class ImageDownloader: Sendable {
     // MARK: - Scheduling
 
     /// Takes waiting tasks while slots are free: highest priority first, then by execution order.
-    private static func dequeueReady(_ state: inout State) -> [SessionDataTask] {
-        var ready: [SessionDataTask] = []
+    private static func dequeueReady(_ state: inout State) -> ReadyTasks {
+        var ready = ReadyTasks()
         while state.running < state.maxConcurrentDownloads, let task = state.waiting.popFirst() {
             guard !task.isSealed else { continue }
             ready.append(task)
@@ -355,23 +379,21 @@ public final class ImageDownloader: Sendable {
     /// the next request starts once this one's inline callbacks returned; with
     /// one, it starts on a new worker before the delegate's hooks run.
     private func launch(_ task: SessionDataTask) {
-        let handle = Locked<Task<Void, Never>?>(nil)
-        let worker = Task { await self.work(from: task, handle: handle) }
-        // Attached before the worker can learn its own handle, so it cannot go on with another request first.
-        task.attach(worker)
-        handle.withLock { $0 = worker }
+        // The worker learns its own handle from the completion of a request it was attached to, so it
+        // cannot go on with another request unless it was attached to this one first.
+        task.attach(Task { await self.work(from: task) })
     }
 
     /// Runs `first`, then each request this worker took when the previous one freed its slot.
     ///
     /// Yields every `Self.workerBatch` requests, so one that fails at once in a long queue (after shutdown,
     /// say) does not hold a thread of the cooperative pool until the queue is empty.
-    private func work(from first: SessionDataTask, handle: Locked<Task<Void, Never>?>) async {
+    private func work(from first: SessionDataTask) async {
         var current = first
         var count = 0
-        while let (next, cancelIssued) = await run(current) {
+        while let (next, cancelIssued, worker) = await run(current) {
             // A cancelled task stays cancelled, and one decided for the request that ended may still arrive.
-            guard !cancelIssued, !Task.isCancelled, let worker = handle.withLock({ $0 }) else { return launch(next) }
+            guard !cancelIssued, !Task.isCancelled, let worker else { return launch(next) }
             next.attach(worker)
             current = next
             count += 1
@@ -385,23 +407,22 @@ public final class ImageDownloader: Sendable {
     /// Runs one HTTP request, frees its slot, applies the delegate's data hook, reports the end, then decodes and delivers.
     ///
     /// Returns the waiting request that took the freed slot, for this worker to
-    /// run next (none when a delegate is set), and whether a cancellation of this worker was
-    /// decided while the request ran; any other requests the slot change made ready start on new workers.
+    /// run next (none when a delegate is set), whether a cancellation of this worker was
+    /// decided while the request ran, and the worker's handle as attached to the request; any other requests the slot change made ready start on new workers.
     /// The did-finish event comes once per request, after the data hook, so it
     /// carries the hook's rejection as well as request and response failures.
-    private func run(_ task: SessionDataTask) async -> (next: SessionDataTask, cancelIssued: Bool)? {
-        let delegate = self.delegate
-        let fetched = await fetch(task, delegate: delegate)
+    private func run(_ task: SessionDataTask) async -> (next: SessionDataTask, cancelIssued: Bool, worker: Task<Void, Never>?)? {
+        let (fetched, delegate) = await fetch(task)
         let completion = task.complete()
         let callbacks = completion.callbacks
-        let ready = state.withLock { state -> [SessionDataTask] in
+        let ready = state.withLock { state -> ReadyTasks in
             Self.forget(task, in: &state)
             state.running -= 1
             return Self.dequeueReady(&state)
         }
         // A delegate's hooks below are user code of unknown cost: with one, the next request starts on a worker of its own now.
         let next = delegate == nil ? ready.first : nil
-        ready.dropFirst(next == nil ? 0 : 1).forEach(launch)
+        if next == nil { ready.forEach(launch) } else { ready.others.forEach(launch) }
 
         let result = fetched.flatMap { outcome in self.modifyData(outcome, url: task.url, delegate: delegate) }
         delegate?.imageDownloader(
@@ -415,32 +436,35 @@ public final class ImageDownloader: Sendable {
         } else {
             deliver(result, to: callbacks, url: task.url, delegate: delegate)
         }
-        return next.map { ($0, completion.cancelIssued) }
+        return next.map { ($0, completion.cancelIssued, completion.worker) }
     }
 
     /// Sends the HTTP request of `task`, telling the delegate first; a failure once shut down is `downloaderShutDown`.
-    private func fetch(_ task: SessionDataTask, delegate: (any ImageDownloaderDelegate)?) async -> Result<FetchOutcome, HalcyonError> {
-        let setup = state.withLock { state -> (HTTPClient, FetchSettings)? in
-            guard !state.isShutDown else { return nil }
-            let client = state.client ?? Self.makeClient(poolSize: max(16, state.maxConcurrentDownloads))
-            state.client = client
+    ///
+    /// Returns the outcome and the delegate the request ran with (read once, with the other settings).
+    private func fetch(_ task: SessionDataTask) async -> (Result<FetchOutcome, HalcyonError>, (any ImageDownloaderDelegate)?) {
+        let (client, settings) = config.withLock { config -> (HTTPClient?, FetchSettings) in
             let settings = FetchSettings(
-                timeout: state.downloadTimeout, maxResponseBytes: state.maxResponseBytes,
-                maxRedirects: state.maxRedirects, credentials: state.credentials,
-                connectionGate: state.connectionGate)
+                timeout: config.downloadTimeout, maxResponseBytes: config.maxResponseBytes,
+                maxRedirects: config.maxRedirects, credentials: config.credentials,
+                connectionGate: config.connectionGate, delegate: config.delegate)
+            guard !config.isShutDown else { return (nil, settings) }
+            let client = config.client ?? Self.makeClient(poolSize: max(16, config.maxConcurrentDownloads))
+            config.client = client
             return (client, settings)
         }
-        guard let (client, settings) = setup else {
-            return .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
+        let delegate = settings.delegate
+        guard let client else {
+            return (.failure(.requestError(reason: .downloaderShutDown(url: task.url))), delegate)
         }
         delegate?.imageDownloader(self, willDownloadImageForURL: task.url, with: task.request)
         let transport = HTTPTransport(
             client: client, downloader: self, settings: settings, resumable: resumable, idleMonitor: idleMonitor)
         let fetched = await transport.fetch(task)
-        if case .failure = fetched, state.withLock({ $0.isShutDown }) {
-            return .failure(.requestError(reason: .downloaderShutDown(url: task.url)))
+        if case .failure = fetched, config.withLock({ $0.isShutDown }) {
+            return (.failure(.requestError(reason: .downloaderShutDown(url: task.url))), delegate)
         }
-        return fetched
+        return (fetched, delegate)
     }
 
     /// The outcome with the delegate's data hook applied; nil or empty data from the hook fails with `responseError(.rejected)`.
@@ -525,16 +549,6 @@ public final class ImageDownloader: Sendable {
             processor = options.processor.identifier
             decoding = options.processingOptions.decodingOptions
         }
-    }
-
-    // MARK: - Validation
-
-    /// Whether `url` is an http or https URL with a host.
-    static func isFetchable(_ url: URL) -> Bool {
-        // The lowercase spellings, by far the usual ones, are checked without making a lowercased copy.
-        guard let scheme = url.scheme,
-              scheme == "http" || scheme == "https" || ["http", "https"].contains(scheme.lowercased()) else { return false }
-        return !(url.host ?? "").isEmpty
     }
 }
 

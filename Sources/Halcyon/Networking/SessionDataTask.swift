@@ -9,6 +9,14 @@ struct DownloadPayload: Sendable {
     var metrics: NetworkMetrics
 }
 
+/// What a ``SessionDataTask`` tells the downloader that queues it.
+protocol SessionDataTaskOwner: AnyObject, Sendable {
+    /// The last caller left before the request ended: forget the task and drop it from the queue.
+    func sessionDataTaskWasAbandoned(_ task: SessionDataTask)
+    /// A caller's priority changed: reorder the waiting queue.
+    func sessionDataTaskPriorityDidChange(_ task: SessionDataTask)
+}
+
 /// One HTTP request shared by every caller that asked for the same URL at the same time.
 ///
 /// Kingfisher's `SessionDataTask`. Each caller adds a callback and gets a
@@ -25,8 +33,8 @@ public final class SessionDataTask: Sendable {
     let key: String
     let redirectHandler: (any ImageDownloadRedirectHandler)?
     let enqueuedAt = ContinuousClock.now
-    private let onAbandoned: @Sendable (SessionDataTask) -> Void
-    private let onPriorityChanged: @Sendable (SessionDataTask) -> Void
+    /// The downloader that queues this task, told when it is abandoned or its priority changes; held weakly.
+    private weak let owner: (any SessionDataTaskOwner)?
     private let state = Locked(State())
     /// Which per-chunk work any caller ever asked for (``Observers``); read per body chunk without the lock.
     private let observers = Atomic<UInt8>(0)
@@ -40,18 +48,24 @@ public final class SessionDataTask: Sendable {
     /// One caller's options and completion; a class, so the lists that hold it copy one reference, not the options.
     final class Callback: Sendable {
         let options: DownloadOptions
+        /// Where the completion and progress run: `options.callbackQueue`, or `.untouch` for the async methods.
+        let queue: CallbackQueue
         let decode: Bool
         let completion: @Sendable (Result<DownloadPayload, HalcyonError>) -> Void
 
-        init(options: DownloadOptions, decode: Bool, completion: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void) {
+        init(
+            options: DownloadOptions, queue: CallbackQueue, decode: Bool,
+            completion: @escaping @Sendable (Result<DownloadPayload, HalcyonError>) -> Void
+        ) {
             self.options = options
+            self.queue = queue
             self.decode = decode
             self.completion = completion
         }
 
         func deliver(_ result: Result<DownloadPayload, HalcyonError>) {
             let completion = self.completion
-            options.callbackQueue.execute { completion(result) }
+            queue.execute { completion(result) }
         }
     }
 
@@ -65,11 +79,13 @@ public final class SessionDataTask: Sendable {
         var handle: Task<Void, Never>?
     }
 
-    /// What ``complete()`` took: the callbacks, and whether any cancellation of the running task was decided
-    /// before it (delivered or not yet), so that task must not go on with another request.
+    /// What ``complete()`` took: the callbacks, whether any cancellation of the running task was decided
+    /// before it (delivered or not yet), so that task must not go on with another request, and that task
+    /// (nil when it was not attached before the request ended).
     struct Completion {
         let callbacks: [Callback]
         let cancelIssued: Bool
+        let worker: Task<Void, Never>?
     }
 
     /// A task for `request`; `key` is its coalescing key when the caller has made it already.
@@ -77,15 +93,13 @@ public final class SessionDataTask: Sendable {
         request: ImageDownloadRequest,
         key: String? = nil,
         redirectHandler: (any ImageDownloadRedirectHandler)?,
-        onAbandoned: @escaping @Sendable (SessionDataTask) -> Void,
-        onPriorityChanged: @escaping @Sendable (SessionDataTask) -> Void = { _ in }
+        owner: (any SessionDataTaskOwner)?
     ) {
         self.url = request.url
         self.request = request
         self.key = key ?? request.coalescingKey
         self.redirectHandler = redirectHandler
-        self.onAbandoned = onAbandoned
-        self.onPriorityChanged = onPriorityChanged
+        self.owner = owner
     }
 
     // MARK: - Public state
@@ -115,12 +129,12 @@ public final class SessionDataTask: Sendable {
             state.callbacks[index].live = live
             return !state.sealed
         }
-        if changed { onPriorityChanged(self) }
+        if changed { owner?.sessionDataTaskPriorityDidChange(self) }
     }
 
     /// Asks the downloader to reorder its queue after a followed priority changed.
     func priorityDidChange() {
-        if !isSealed { onPriorityChanged(self) }
+        if !isSealed { owner?.sessionDataTaskPriorityDidChange(self) }
     }
 
     /// Changes the priority of the caller holding `token` (it stops following a live one); the downloader reorders its queue.
@@ -132,7 +146,7 @@ public final class SessionDataTask: Sendable {
             state.callbacks[index].live = nil
             return !state.sealed
         }
-        if changed { onPriorityChanged(self) }
+        if changed { owner?.sessionDataTaskPriorityDidChange(self) }
     }
 
     // MARK: - Callbacks
@@ -166,9 +180,9 @@ public final class SessionDataTask: Sendable {
         guard let removed else { return }
         if abandoned {
             handle?.cancel()
-            onAbandoned(self)
+            owner?.sessionDataTaskWasAbandoned(self)
         } else {
-            onPriorityChanged(self)
+            owner?.sessionDataTaskPriorityDidChange(self)
         }
         removed.deliver(.failure(.requestError(reason: .taskCancelled(task: self, token: token))))
     }
@@ -184,7 +198,7 @@ public final class SessionDataTask: Sendable {
         }
         guard abandoned else { return }
         handle?.cancel()
-        onAbandoned(self)
+        owner?.sessionDataTaskWasAbandoned(self)
         for entry in callbacks {
             let token = CancelToken(id: entry.id, task: self)
             entry.callback.deliver(.failure(.requestError(reason: .taskCancelled(task: self, token: token))))
@@ -226,7 +240,7 @@ public final class SessionDataTask: Sendable {
             state.completed = true
             let taken = state.callbacks.map(\.callback)
             state.callbacks = []
-            return Completion(callbacks: taken, cancelIssued: cancelIssued)
+            return Completion(callbacks: taken, cancelIssued: cancelIssued, worker: state.handle)
         }
     }
 
@@ -250,7 +264,7 @@ public final class SessionDataTask: Sendable {
         let blocks = state.withLock { state in
             state.callbacks.compactMap { entry -> (DownloadProgressBlock, CallbackQueue)? in
                 guard let block = entry.callback.options.progressBlock else { return nil }
-                return (block, entry.callback.options.callbackQueue)
+                return (block, entry.callback.queue)
             }
         }
         guard !blocks.isEmpty else { return }
