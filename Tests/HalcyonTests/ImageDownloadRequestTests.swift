@@ -46,7 +46,8 @@ import Testing
             "http://a/x", "https://example.com", "https://example.com?q=1", "http://127.0.0.1:8080/a.png",
             "HTTP://example.com/a", "Https://example.com", "http://user@example.com/", "http://user:pw@host/x",
             "http://[::1]:8080/a", "http://h%41st/a", "http://:80/x", "http:///x", "http:/x", "http:x",
-            "ftp://example.com/a", "file:///tmp/a.png", "https://example.com#frag", "http://a.b.c.d/?#",
+            "ftp://example.com/a", "file:///tmp/a.png", "https://example.com#frag", "http://a.b.c.d/?#", "http://user@/x",
+            "http://[::1]/", "http://%20/x",
         ]
         var shortcuts = 0
         for text in texts {
@@ -65,9 +66,9 @@ import Testing
     }
 
     @Test func responseNamesAreLowercasedOnlyWhenNeededAndRepeatsJoined() {
-        let fields = [("content-length", "3"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2"), ("X-ID", "x"), ("etag", "\"v\"")]
+        let fields = [("content-length", "3"), ("Set-Cookie", "a=1"), ("set-cookie", "b=2"), ("X-ID", "x"), ("etag", "\"v\""), ("x-É", "e")]
         let response = ImageDownloadResponse(url: URL(string: "https://example.com")!, statusCode: 200, fields: fields)
-        #expect(response.headers == ["content-length": "3", "set-cookie": "a=1, b=2", "x-id": "x", "etag": "\"v\""])
+        #expect(response.headers == ["content-length": "3", "set-cookie": "a=1, b=2", "x-id": "x", "etag": "\"v\"", "x-é": "e"])
         #expect(response.expectedContentLength == 3)
     }
 
@@ -77,6 +78,10 @@ import Testing
         #expect(request.coalescingKey == url.absoluteString)
         request.setValue("text/plain", forHTTPHeaderField: "Accept")
         let plainWithHeader = request.coalescingKey
+        // A header that does not change the answer shares the plain request's download.
+        #expect(plainWithHeader == url.absoluteString)
+        request.setValue("", forHTTPHeaderField: "Range")
+        #expect(request.coalescingKey == url.absoluteString)
         request.setValue("\"v1\"", forHTTPHeaderField: "If-None-Match")
         #expect(request.coalescingKey != plainWithHeader)
         #expect(request.coalescingKey.hasPrefix(url.absoluteString + "\n"))

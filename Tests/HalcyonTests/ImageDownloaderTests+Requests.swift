@@ -4,6 +4,31 @@ import Testing
 
 /// ``ImageDownloaderTests`` continued: redirects, request modifiers and credentials, the delegate, resumable downloads.
 extension ImageDownloaderTests {
+    // MARK: - Coalescing with header fields
+
+    @Test func headersThatDoNotChangeTheAnswerShareTheDownload() async throws {
+        try await withServer { server, downloader in
+            let target = "/slow/accept?delay=60&chunks=2"
+            let accept = DownloadOptions(requestModifier: AnyModifier { request in
+                var request = request
+                request.setValue("image/webp", forHTTPHeaderField: "Accept")
+                return request
+            })
+            let validated = DownloadOptions(requestModifier: AnyModifier { request in
+                var request = request
+                request.setValue("\"v1\"", forHTTPHeaderField: "If-None-Match")
+                return request
+            })
+            async let plain = downloader.downloadData(with: server.url(target))
+            async let withAccept = downloader.downloadData(with: server.url(target), options: accept)
+            async let revalidation = downloader.downloadData(with: server.url(target), options: validated)
+            let results = try await [plain, withAccept, revalidation]
+            #expect(Set(results.map(\.data)).count == 1)
+            // The plain and the Accept caller share one request; the revalidation is a download of its own.
+            #expect(server.hits(target) == 2)
+        }
+    }
+
     // MARK: - Redirects
 
     @Test func redirectChainIsFollowed() async throws {

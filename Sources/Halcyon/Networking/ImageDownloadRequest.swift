@@ -55,9 +55,11 @@ public struct ImageDownloadRequest: Sendable, Hashable {
     /// validators, credentials), so a revalidation never answers a plain request with a 304.
     var coalescingKey: String {
         var key = url.absoluteString
-        // Without header fields (the usual request) the key is the URL alone: an absolute URL has no line
+        // Without a varying field (the usual request) the key is the URL alone: an absolute URL has no line
         // break, so it cannot equal a key that carries validators.
-        guard !fields.isEmpty else { return key }
+        guard fields.contains(where: { field in
+            !field.value.isEmpty && Self.varyingFields.contains { $0.caseInsensitiveCompare(field.name) == .orderedSame }
+        }) else { return key }
         for name in Self.varyingFields {
             key += "\n" + (value(forHTTPHeaderField: name) ?? "")
         }

@@ -23,8 +23,8 @@ public struct ImageDownloadResponse: Sendable {
         self.statusCode = statusCode
         var lowercased: [String: String] = Dictionary(minimumCapacity: fields.underestimatedCount)
         for (name, value) in fields {
-            // Servers mostly send lowercase names (HTTP/2 and nginx always): those are kept without a copy.
-            let key = name.utf8.contains(where: { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) ? name.lowercased() : name
+            // Servers mostly send lowercase names (HTTP/2 and nginx always): ASCII names without capitals are kept as they are.
+            let key = name.utf8.contains(where: { $0 >= 0x80 || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) ? name.lowercased() : name
             lowercased[key] = lowercased[key].map { "\($0), \(value)" } ?? value
         }
         self.headers = lowercased

@@ -102,9 +102,10 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
     public var maxConcurrentDownloads: Int {
         get { state.withLock { $0.maxConcurrentDownloads } }
         set {
-            config.withLock { $0.maxConcurrentDownloads = max(1, newValue) }
             let ready = state.withLock { state -> ReadyTasks in
                 state.maxConcurrentDownloads = max(1, newValue)
+                // Under the registry's lock, so concurrent setters leave both copies alike (nothing takes them the other way round).
+                config.withLock { $0.maxConcurrentDownloads = state.maxConcurrentDownloads }
                 return Self.dequeueReady(&state)
             }
             ready.forEach(launch)
