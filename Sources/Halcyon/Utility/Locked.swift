@@ -15,8 +15,8 @@ import Darwin
 /// costs about the same. Not recursive: calling `withLock` from inside its own
 /// body deadlocks.
 ///
-/// A copy shares the lock and the value (it is a handle). The value and the
-/// mutex live in one heap block, so making one is a single allocation: the
+/// A copy shares the lock and the value (it is a handle). The mutex and the
+/// value live in one heap block, so making one is a single allocation: the
 /// download path makes several per request.
 @usableFromInline
 package struct Locked<Value>: @unchecked Sendable {
@@ -34,29 +34,33 @@ package struct Locked<Value>: @unchecked Sendable {
     }
 }
 
-/// The heap block of a ``Locked``: the value as the header, the mutex as the one tail element (its address is stable).
+/// The heap block of a ``Locked``: the mutex as the header, the value as the one tail element.
+///
+/// The value is the tail element, not the header, so that an empty value type (`Locked(())`) does not share
+/// its address with the object's own header: ThreadSanitizer would report the value's accesses as racing
+/// with every read of the object's type.
 @usableFromInline
-package final class LockedStorage<Value>: ManagedBuffer<Value, pthread_mutex_t> {
+package final class LockedStorage<Value>: ManagedBuffer<pthread_mutex_t, Value> {
     static func make(_ value: Value) -> LockedStorage<Value> {
-        let buffer = create(minimumCapacity: 1) { _ in value }
-        buffer.withUnsafeMutablePointerToElements { mutex in
-            mutex.initialize(to: pthread_mutex_t())
+        let buffer = create(minimumCapacity: 1) { _ in pthread_mutex_t() }
+        buffer.withUnsafeMutablePointers { mutex, element in
             pthread_mutex_init(mutex, nil)
+            element.initialize(to: value)
         }
         return unsafeDowncast(buffer, to: LockedStorage<Value>.self)
     }
 
     deinit {
-        withUnsafeMutablePointerToElements { mutex in
+        withUnsafeMutablePointers { mutex, element in
             pthread_mutex_destroy(mutex)
-            mutex.deinitialize(count: 1)
+            element.deinitialize(count: 1)
         }
     }
 
     /// Runs `body` with the mutex held.
     @inlinable
     package func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
-        try withUnsafeMutablePointers { value, mutex throws(Failure) -> Result in
+        try withUnsafeMutablePointers { mutex, value throws(Failure) -> Result in
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
             return try body(&value.pointee)
