@@ -303,6 +303,7 @@ _ = try await runRawClient(rawClient, urls: Array(urls.prefix(64)))
 // runs only that client, ROUNDS times, and prints its seconds (for perf).
 // A comma-separated list (`PROFILE=raw-collect,halcyon-workers`) runs those clients in turn each round and ends
 // with each one's median CPU per round and its ratio to the first's, round by round (steadier on shared cores).
+// Allocations per download: Scripts/malloc-count.c, preloaded (its header says how).
 if let profile = ProcessInfo.processInfo.environment["PROFILE"] {
     let names = profile.split(separator: ",").map(String.init)
     var cpu: [[Double]] = names.map { _ in [] }
