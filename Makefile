@@ -33,7 +33,7 @@ run: build
 ## test: the whole test suite. Suites that measure time, CPU use or kill processes (TIMED_SUITES) run one
 ##       test at a time, so that two cores shared with other tests do not skew what they measure; every
 ##       other suite runs in parallel.
-TIMED_SUITES := KingfisherTaskUpdatedTests|RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerTests|ServerSafetyTests|ServerGateTests|CLITests|RedisClientTests|ServerSharedStorageTests
+TIMED_SUITES := RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerTests|ServerSafetyTests|ServerGateTests|CLITests|RedisClientTests|ServerSharedStorageTests
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'
