@@ -124,10 +124,15 @@ struct ServerCachedHitTests {
         // About 60 KB of requests: they fit in the socket buffers, so the send returns though nothing is read.
         let requests = String(repeating: Self.get(path), count: 400)
         #expect(await offThePool { socket.send(requests) })
+        // Hummingbird's request loop hands answers to the channel's async writer, which takes them until the event
+        // loop reports the channel unwritable: how many get in first depends on scheduling (7-96 alone, up to 228
+        // under the parallel suites). What must hold is that answering stops: the count settles below the 400 sent.
         try await Task.sleep(for: .seconds(2))
         let answered = try await Self.responseHits(fixture)
+        try await Task.sleep(for: .seconds(1))
+        let later = try await Self.responseHits(fixture)
         socket.hangUp()
-        #expect(answered < 100, "\(answered) of 400 answered to a client that reads nothing")
+        #expect(answered < 400 && later == answered, "\(answered), then \(later), of 400 answered to a client that reads nothing")
         #expect(try await fixture.get(path).status == 200, "the server still answers")
         await fixture.stop()
     }
