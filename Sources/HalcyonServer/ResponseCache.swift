@@ -73,92 +73,8 @@ public final class ResponseCache: Sendable {
         entry.buffer.capacity + key.utf8.count + 1024
     }
 
-    /// The entries in order of use: a doubly linked list through an array of slots, from the least recently
-    /// used (`head`) to the most (`tail`), and a dictionary from key to slot. A hit moves its slot to the tail
-    /// and a store appends one, without hashing again; eviction unlinks the head. Freed slots are reused.
-    private struct State {
-        struct Slot {
-            var key: String
-            var entry: Entry?
-            var cost: Int
-            var previous: Int
-            var next: Int
-        }
-
-        var slots: [Slot] = []
-        var index: [String: Int] = [:]
-        var unused: [Int] = []
-        var head = -1
-        var tail = -1
-        var bytes = 0
-
-        /// The slot of `key`'s entry, if there is one.
-        func slot(for key: String) -> Int? { index[key] }
-
-        /// Moves `slot` to the most recently used end.
-        mutating func touch(_ slot: Int) {
-            guard slot != tail else { return }
-            unlink(slot)
-            append(slot)
-        }
-
-        /// Puts `entry` in `key`'s slot, a new one when it has none, as the most recently used.
-        mutating func insert(_ entry: Entry, for key: String, cost: Int) {
-            if let slot = index[key] {
-                bytes += cost - slots[slot].cost
-                slots[slot].entry = entry
-                slots[slot].cost = cost
-                touch(slot)
-                return
-            }
-            let fresh = Slot(key: key, entry: entry, cost: cost, previous: -1, next: -1)
-            let slot: Int
-            if let reused = unused.popLast() {
-                slots[reused] = fresh
-                slot = reused
-            } else {
-                slots.append(fresh)
-                slot = slots.count - 1
-            }
-            index[key] = slot
-            bytes += cost
-            append(slot)
-        }
-
-        /// Takes the entry out of `slot` and frees the slot; the caller releases the entry after unlocking.
-        mutating func remove(_ slot: Int) -> Entry? {
-            unlink(slot)
-            index[slots[slot].key] = nil
-            bytes -= slots[slot].cost
-            let entry = slots[slot].entry
-            slots[slot] = Slot(key: "", entry: nil, cost: 0, previous: -1, next: -1)
-            unused.append(slot)
-            return entry
-        }
-
-        /// Removes least-recently-used entries until `bytes` is at most `limit` and gives them back, so their
-        /// memory (a large body may be unmapped) is released after the lock.
-        mutating func evict(downTo limit: Int) -> [Entry] {
-            var evicted: [Entry] = []
-            while bytes > limit, head >= 0, let entry = remove(head) { evicted.append(entry) }
-            return evicted
-        }
-
-        private mutating func unlink(_ slot: Int) {
-            let (previous, next) = (slots[slot].previous, slots[slot].next)
-            if previous >= 0 { slots[previous].next = next } else { head = next }
-            if next >= 0 { slots[next].previous = previous } else { tail = previous }
-        }
-
-        private mutating func append(_ slot: Int) {
-            slots[slot].previous = tail
-            slots[slot].next = -1
-            if tail >= 0 { slots[tail].next = slot } else { head = slot }
-            tail = slot
-        }
-    }
-
-    private let state = Locked(State())
+    /// The entries in order of use; a hit hashes its key once, for the read and the move to the recent end.
+    private let state = Locked(LRUList<String, Entry>())
     private let limit: Int
     private let lifetime: TimeInterval
 
@@ -173,7 +89,7 @@ public final class ResponseCache: Sendable {
         // One hash of the key under the lock: the slot serves the read and the move to the recent end.
         // An expired entry comes out of the lock with the answer and is released here, not under the lock.
         state.withLock { state -> (found: Entry?, expired: Entry?) in
-            guard let slot = state.slot(for: key), let entry = state.slots[slot].entry else { return (nil, nil) }
+            guard let slot = state.slot(for: key), let entry = state.value(at: slot) else { return (nil, nil) }
             if now.timeIntervalSince(entry.created) > lifetime { return (nil, state.remove(slot)) }
             state.touch(slot)
             return (entry, nil)
@@ -185,19 +101,21 @@ public final class ResponseCache: Sendable {
     public func store(_ entry: Entry, for key: String) {
         let cost = Self.cost(of: entry, key: key)
         guard cost <= limit / 4 else {
-            _ = state.withLock { state in state.slot(for: key).flatMap { state.remove($0) } }
+            _ = state.withLock { $0.removeValue(forKey: key) }
             return
         }
         // The evicted entries come out of the lock and are released here, not while hits wait for it.
-        _ = state.withLock { state -> [Entry] in
-            state.insert(entry, for: key, cost: cost)
-            return state.evict(downTo: limit)
+        _ = state.withLock { state -> (replaced: Entry?, evicted: [Entry]) in
+            let replaced = state.insert(entry, for: key, cost: cost)
+            var evicted: [Entry] = []
+            while state.totalCost > limit, let oldest = state.removeOldest() { evicted.append(oldest) }
+            return (replaced, evicted)
         }
     }
 
     /// What the entries held now count for (see ``cost(of:key:)``); never more than the limit.
-    var heldBytes: Int { state.withLock { $0.bytes } }
+    var heldBytes: Int { state.withLock { $0.totalCost } }
 
     /// How many entries the cache holds, and how many slots it has made (for tests: freed slots are reused).
-    var counts: (entries: Int, slots: Int) { state.withLock { ($0.index.count, $0.slots.count) } }
+    var counts: (entries: Int, slots: Int) { state.withLock { ($0.count, $0.slotCount) } }
 }

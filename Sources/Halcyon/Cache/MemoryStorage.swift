@@ -88,10 +88,7 @@ public enum MemoryStorage {
         @inlinable
         public func isCached(forKey key: String) -> Bool {
             let now = clock.now()
-            return state.withLock { state in
-                guard let index = state.index[key] else { return false }
-                return state.nodes[index].expiresAt > now
-            }
+            return state.withLock { $0.holds(key, now: now) }
         }
 
         // MARK: - Removing
@@ -109,29 +106,20 @@ public enum MemoryStorage {
         /// Removes every value whose expiration date has passed; the periodic clean calls this.
         public func removeExpired() {
             let now = clock.now()
-            state.withLock { $0.removeExpired(now: now) }
+            _ = state.withLock { $0.removeExpired(now: now) }
         }
 
         // MARK: - Inspecting
 
         /// How many values are stored, expired ones not yet removed included.
-        public var count: Int { state.withLock { $0.index.count } }
+        public var count: Int { state.withLock { $0.list.count } }
 
         /// The summed cost of the stored values.
-        public var totalCost: Int { state.withLock { $0.totalCost } }
+        public var totalCost: Int { state.withLock { $0.list.totalCost } }
 
         /// The stored keys from most to least recently used.
         public var keysByRecency: [String] {
-            state.withLock { state in
-                var keys: [String] = []
-                keys.reserveCapacity(state.index.count)
-                var cursor = state.head
-                while cursor >= 0 {
-                    keys.append(state.nodes[cursor].key)
-                    cursor = state.nodes[cursor].next
-                }
-                return keys
-            }
+            state.withLock { $0.list.keysByRecency }
         }
     }
 
@@ -173,39 +161,26 @@ public enum MemoryStorage {
 
 /// The state behind one ``MemoryStorage/Backend``; only touched under its mutex.
 ///
-/// A doubly linked list threaded through `nodes` by index, most recent at
-/// `head`; freed slots are reused so steady-state use allocates nothing.
+/// The values in order of use (``LRUList``), each with its expiration, and the limits they are held to.
 @usableFromInline
 struct LRUState<T> {
+    /// A stored value and when it expires.
     @usableFromInline
-    struct Node {
-        @usableFromInline var key: String
-        @usableFromInline var value: T?
-        @usableFromInline var cost: Int
+    struct Entry {
+        @usableFromInline var value: T
         @usableFromInline var expiration: StorageExpiration
         @usableFromInline var expiresAt: Date
-        @usableFromInline var previous: Int
-        @usableFromInline var next: Int
 
         @inlinable
-        init(key: String, value: T?, cost: Int, expiration: StorageExpiration, expiresAt: Date, previous: Int, next: Int) {
-            self.key = key
+        init(value: T, expiration: StorageExpiration, expiresAt: Date) {
             self.value = value
-            self.cost = cost
             self.expiration = expiration
             self.expiresAt = expiresAt
-            self.previous = previous
-            self.next = next
         }
     }
 
     @usableFromInline var config: MemoryStorage.Config
-    @usableFromInline var index: [String: Int] = [:]
-    @usableFromInline var nodes: [Node] = []
-    @usableFromInline var freeSlots: [Int] = []
-    @usableFromInline var head = -1
-    @usableFromInline var tail = -1
-    @usableFromInline var totalCost = 0
+    @usableFromInline var list = LRUList<String, Entry>()
 
     init(config: MemoryStorage.Config) {
         self.config = config
@@ -213,112 +188,56 @@ struct LRUState<T> {
 
     @inlinable
     mutating func hit(forKey key: String, now: Date, extending: ExpirationExtending) -> T? {
-        guard let slot = index[key] else { return nil }
-        if nodes[slot].expiresAt <= now {
-            remove(slot: slot)
+        guard let slot = list.slot(for: key), let entry = list.value(at: slot) else { return nil }
+        if entry.expiresAt <= now {
+            list.remove(slot)
             return nil
         }
         switch extending {
         case .none:
             break
         case .cacheTime:
-            nodes[slot].expiresAt = nodes[slot].expiration.estimatedExpirationSince(now)
+            list.update(at: slot) { $0.expiresAt = $0.expiration.estimatedExpirationSince(now) }
         case .expirationTime(let expiration):
-            nodes[slot].expiration = expiration
-            nodes[slot].expiresAt = expiration.estimatedExpirationSince(now)
+            list.update(at: slot) { entry in
+                entry.expiration = expiration
+                entry.expiresAt = expiration.estimatedExpirationSince(now)
+            }
         }
-        moveToHead(slot)
-        return nodes[slot].value
+        list.touch(slot)
+        return entry.value
+    }
+
+    /// Whether `key` has a value that has not expired by `now`; its recency is unchanged.
+    @inlinable
+    func holds(_ key: String, now: Date) -> Bool {
+        guard let slot = list.slot(for: key), let entry = list.value(at: slot) else { return false }
+        return entry.expiresAt > now
     }
 
     @inlinable
     mutating func insert(key: String, value: T, cost: Int, expiration: StorageExpiration, expiresAt: Date) {
-        if let slot = index[key] {
-            totalCost += cost - nodes[slot].cost
-            nodes[slot].value = value
-            nodes[slot].cost = cost
-            nodes[slot].expiration = expiration
-            nodes[slot].expiresAt = expiresAt
-            moveToHead(slot)
-            return
-        }
-        let node = Node(key: key, value: value, cost: cost, expiration: expiration, expiresAt: expiresAt,
-                        previous: -1, next: head)
-        let slot: Int
-        if let free = freeSlots.popLast() {
-            slot = free
-            nodes[slot] = node
-        } else {
-            slot = nodes.count
-            nodes.append(node)
-        }
-        if head >= 0 { nodes[head].previous = slot }
-        head = slot
-        if tail < 0 { tail = slot }
-        index[key] = slot
-        totalCost += cost
+        list.insert(Entry(value: value, expiration: expiration, expiresAt: expiresAt), for: key, cost: cost)
     }
 
     @inlinable
     mutating func evictToLimits() {
-        while tail >= 0, totalCost > config.totalCostLimit || (config.countLimit > 0 && index.count > config.countLimit) {
-            remove(slot: tail)
+        while list.count > 0, list.totalCost > config.totalCostLimit || (config.countLimit > 0 && list.count > config.countLimit) {
+            _ = list.removeOldest()
         }
     }
 
     @inlinable
     mutating func remove(forKey key: String) {
-        if let slot = index[key] { remove(slot: slot) }
+        list.removeValue(forKey: key)
     }
 
-    @inlinable
-    mutating func removeExpired(now: Date) {
-        var cursor = head
-        while cursor >= 0 {
-            let next = nodes[cursor].next
-            if nodes[cursor].expiresAt <= now { remove(slot: cursor) }
-            cursor = next
-        }
+    /// Removes the expired values and hands them back, so the caller releases them after the lock.
+    mutating func removeExpired(now: Date) -> [Entry] {
+        list.removeAll { $0.expiresAt <= now }
     }
 
-    @inlinable
     mutating func removeAll() {
-        index.removeAll()
-        nodes.removeAll()
-        freeSlots.removeAll()
-        head = -1
-        tail = -1
-        totalCost = 0
-    }
-
-    @inlinable
-    mutating func unlink(_ slot: Int) {
-        let previous = nodes[slot].previous
-        let next = nodes[slot].next
-        if previous >= 0 { nodes[previous].next = next } else { head = next }
-        if next >= 0 { nodes[next].previous = previous } else { tail = previous }
-        nodes[slot].previous = -1
-        nodes[slot].next = -1
-    }
-
-    @inlinable
-    mutating func moveToHead(_ slot: Int) {
-        guard head != slot else { return }
-        unlink(slot)
-        nodes[slot].next = head
-        if head >= 0 { nodes[head].previous = slot }
-        head = slot
-        if tail < 0 { tail = slot }
-    }
-
-    @inlinable
-    mutating func remove(slot: Int) {
-        unlink(slot)
-        index.removeValue(forKey: nodes[slot].key)
-        totalCost -= nodes[slot].cost
-        nodes[slot].value = nil
-        nodes[slot].key = ""
-        nodes[slot].cost = 0
-        freeSlots.append(slot)
+        list.removeAll()
     }
 }

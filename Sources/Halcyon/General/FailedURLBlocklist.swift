@@ -17,29 +17,36 @@ public final class FailedURLBlocklist: Sendable {
     /// The default most URLs kept.
     public static let defaultCountLimit = 10_000
 
-    private let urls: Locked<LRUSet<URL>>
+    private let urls = Locked(LRUList<URL, Void>())
+
+    /// Most URLs kept.
+    public let countLimit: Int
 
     /// Makes an empty blocklist keeping at most `countLimit` (at least 1) URLs.
     public init(countLimit: Int = FailedURLBlocklist.defaultCountLimit) {
-        urls = Locked(LRUSet(limit: countLimit))
+        self.countLimit = max(1, countLimit)
     }
-
-    /// Most URLs kept.
-    public var countLimit: Int { urls.withLock { $0.limit } }
 
     /// Whether `url` is blocked; a hit marks it as recently used.
     public func contains(_ url: URL) -> Bool {
-        urls.withLock { $0.contains(url) }
+        urls.withLock { urls in
+            guard let slot = urls.slot(for: url) else { return false }
+            urls.touch(slot)
+            return true
+        }
     }
 
     /// Blocks `url`, dropping the least recently used URL when the list is full.
     public func insert(_ url: URL) {
-        urls.withLock { $0.insert(url) }
+        urls.withLock { urls in
+            urls.insert((), for: url, cost: 0)
+            if urls.count > countLimit { _ = urls.removeOldest() }
+        }
     }
 
     /// Unblocks `url`.
     public func remove(_ url: URL) {
-        urls.withLock { $0.remove(url) }
+        urls.withLock { $0.removeValue(forKey: url) }
     }
 
     /// Unblocks every URL.
