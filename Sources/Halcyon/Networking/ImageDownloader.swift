@@ -71,6 +71,8 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
         weak var delegate: (any ImageDownloaderDelegate)?
         var connectionGate: (any ImageDownloaderConnectionGate)?
         var client: HTTPClient?
+        /// A copy of `State.isShutDown`, set in the same shutdown step: a fetch reads it with the settings and
+        /// makes no client once it is set, and a failed fetch reads it to report `downloaderShutDown`.
         var isShutDown = false
     }
 
@@ -409,7 +411,8 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
     ///
     /// Returns the waiting request that took the freed slot, for this worker to
     /// run next (none when a delegate is set), whether a cancellation of this worker was
-    /// decided while the request ran, and the worker's handle as attached to the request; any other requests the slot change made ready start on new workers.
+    /// decided while the request ran, and the worker's handle as attached to the request;
+    /// any other requests the slot change made ready start on new workers.
     /// The did-finish event comes once per request, after the data hook, so it
     /// carries the hook's rejection as well as request and response failures.
     private func run(_ task: SessionDataTask) async -> (next: SessionDataTask, cancelIssued: Bool, worker: Task<Void, Never>?)? {
