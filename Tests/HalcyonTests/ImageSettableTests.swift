@@ -77,16 +77,21 @@ struct ImageSettableTests {
         defer { Task { await fixture.shutdown() } }
         let current = try TestImages.solid(RGBA8(red: 1, green: 1, blue: 1))
         let placeholder = try TestImages.solid(RGBA8(red: 2, green: 2, blue: 2))
+        // The results are kept so that a failure says how each load ended, not only that an image is missing.
+        let results = Locked<[String: Result<RetrieveImageResult, HalcyonError>]>([:])
         let kept = RecordingTarget()
         kept.setImage(current, transition: .none)
         kept.hc.setImage(with: fixture.url("/delayed/keep?delay=200"), placeholder: placeholder,
-                         options: [.keepCurrentImageWhileLoading], manager: fixture.manager)
+                         options: [.keepCurrentImageWhileLoading], manager: fixture.manager,
+                         completionHandler: { result in results.withLock { $0["kept"] = result } })
         #expect(kept.image === current)
         let replaced = RecordingTarget()
         replaced.setImage(current, transition: .none)
-        replaced.hc.setImage(with: fixture.url("/delayed/replace?delay=200"), placeholder: placeholder, manager: fixture.manager)
+        replaced.hc.setImage(with: fixture.url("/delayed/replace?delay=200"), placeholder: placeholder, manager: fixture.manager,
+                             completionHandler: { result in results.withLock { $0["replaced"] = result } })
         #expect(replaced.image === placeholder)
-        #expect(await fixture.server.wait { kept.image?.width == 64 && replaced.image?.width == 64 })
+        #expect(await fixture.server.wait { kept.image?.width == 64 && replaced.image?.width == 64 },
+                "\(results.withLock { $0 }); sets: kept \(kept.setCount), replaced \(replaced.setCount)")
     }
 
     @Test("onFailureImage is shown when loading fails")
