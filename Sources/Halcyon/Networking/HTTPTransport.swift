@@ -41,7 +41,7 @@ struct HTTPTransport: Sendable {
 
     func fetch(_ task: SessionDataTask) async -> Result<FetchOutcome, HalcyonError> {
         let timeout = task.request.timeoutInterval ?? settings.timeout
-        let activity = idleMonitor.watch(timeout: timeout) { task.cancelRunningRequest() }
+        let activity = idleMonitor.watch(task, timeout: timeout)
         let result: Result<FetchOutcome, HalcyonError>
         do {
             result = .success(try await run(task, activity: activity))

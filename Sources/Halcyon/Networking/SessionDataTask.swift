@@ -38,6 +38,8 @@ public final class SessionDataTask: Sendable {
     private let state = Locked(State())
     /// Which per-chunk work any caller ever asked for (``Observers``); read per body chunk without the lock.
     private let observers = Atomic<UInt8>(0)
+    /// When the running request last saw activity (monotonic nanoseconds), for the downloader's ``IdleMonitor``.
+    private let activity = Atomic<UInt64>(0)
 
     /// Bits of ``observers``: a set bit stays set once a caller that wants it joined.
     private enum Observers {
@@ -272,5 +274,20 @@ public final class SessionDataTask: Sendable {
         for (block, queue) in blocks {
             queue.execute { block(Int64(received), total) }
         }
+    }
+}
+
+// MARK: - Idle timeout
+
+extension SessionDataTask: IdleWatched {
+    var lastActivity: UInt64 { activity.load(ordering: .relaxed) }
+
+    func recordActivity(at time: UInt64) {
+        activity.store(time, ordering: .relaxed)
+    }
+
+    /// Cancels the running request without sealing (see ``cancelRunningRequest()``).
+    func idleTimeoutFired() {
+        cancelRunningRequest()
     }
 }
