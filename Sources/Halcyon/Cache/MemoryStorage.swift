@@ -19,7 +19,7 @@ public enum MemoryStorage {
         /// The limits and defaults in use; setting it evicts at once down to the new limits.
         public var config: Config {
             get { state.withLock { $0.config } }
-            set { state.withLock { $0.config = newValue; $0.evictToLimits() } }
+            set { _ = state.withLock { $0.config = newValue; return $0.evictToLimits() } }
         }
 
         /// Makes an empty storage and starts its periodic clean.
@@ -57,15 +57,15 @@ public enum MemoryStorage {
         public func store(value: T, forKey key: String, expiration: StorageExpiration? = nil) {
             let now = clock.now()
             let cost = value.cacheCost
-            state.withLock { state in
+            // What the store replaces or evicts comes out of the lock and is released after it.
+            _ = state.withLock { state -> (replaced: LRUState<T>.Entry?, evicted: [LRUState<T>.Entry]) in
                 let expiration = expiration ?? state.config.expiration
                 let expiresAt = expiration.estimatedExpirationSince(now)
                 guard expiresAt > now, cost <= state.config.totalCostLimit else {
-                    state.remove(forKey: key)
-                    return
+                    return (state.remove(forKey: key), [])
                 }
-                state.insert(key: key, value: value, cost: cost, expiration: expiration, expiresAt: expiresAt)
-                state.evictToLimits()
+                let replaced = state.insert(key: key, value: value, cost: cost, expiration: expiration, expiresAt: expiresAt)
+                return (replaced, state.evictToLimits())
             }
         }
 
@@ -81,7 +81,7 @@ public enum MemoryStorage {
             let now = clock.now()
             return state.withLock { state in
                 state.hit(forKey: key, now: now, extending: extendingExpiration)
-            }
+            }.value
         }
 
         /// Whether an unexpired value is stored under `key`; does not touch its recency or expiration.
@@ -95,12 +95,12 @@ public enum MemoryStorage {
 
         /// Removes the value under `key`, if any.
         public func remove(forKey key: String) {
-            state.withLock { $0.remove(forKey: key) }
+            _ = state.withLock { $0.remove(forKey: key) }
         }
 
         /// Removes every value.
         public func removeAll() {
-            state.withLock { $0.removeAll() }
+            _ = state.withLock { $0.removeAll() }
         }
 
         /// Removes every value whose expiration date has passed; the periodic clean calls this.
@@ -186,12 +186,12 @@ struct LRUState<T> {
         self.config = config
     }
 
+    /// The value under `key` unless expired, moved to the recent end; an expired one is removed and handed back.
     @inlinable
-    mutating func hit(forKey key: String, now: Date, extending: ExpirationExtending) -> T? {
-        guard let slot = list.slot(for: key), let entry = list.value(at: slot) else { return nil }
+    mutating func hit(forKey key: String, now: Date, extending: ExpirationExtending) -> (value: T?, removed: Entry?) {
+        guard let slot = list.slot(for: key), let entry = list.value(at: slot) else { return (nil, nil) }
         if entry.expiresAt <= now {
-            list.remove(slot)
-            return nil
+            return (nil, list.remove(slot))
         }
         switch extending {
         case .none:
@@ -205,7 +205,7 @@ struct LRUState<T> {
             }
         }
         list.touch(slot)
-        return entry.value
+        return (entry.value, nil)
     }
 
     /// Whether `key` has a value that has not expired by `now`; its recency is unchanged.
@@ -215,20 +215,25 @@ struct LRUState<T> {
         return entry.expiresAt > now
     }
 
+    /// Stores a value as the most recently used; hands back the entry it replaced.
     @inlinable
-    mutating func insert(key: String, value: T, cost: Int, expiration: StorageExpiration, expiresAt: Date) {
+    mutating func insert(key: String, value: T, cost: Int, expiration: StorageExpiration, expiresAt: Date) -> Entry? {
         list.insert(Entry(value: value, expiration: expiration, expiresAt: expiresAt), for: key, cost: cost)
     }
 
+    /// Removes least-recently-used entries until the limits hold; hands them back.
     @inlinable
-    mutating func evictToLimits() {
-        while list.count > 0, list.totalCost > config.totalCostLimit || (config.countLimit > 0 && list.count > config.countLimit) {
-            _ = list.removeOldest()
+    mutating func evictToLimits() -> [Entry] {
+        var evicted: [Entry] = []
+        while list.count > 0, list.totalCost > config.totalCostLimit || (config.countLimit > 0 && list.count > config.countLimit),
+              let oldest = list.removeOldest() {
+            evicted.append(oldest)
         }
+        return evicted
     }
 
     @inlinable
-    mutating func remove(forKey key: String) {
+    mutating func remove(forKey key: String) -> Entry? {
         list.removeValue(forKey: key)
     }
 
@@ -237,7 +242,9 @@ struct LRUState<T> {
         list.removeAll { $0.expiresAt <= now }
     }
 
-    mutating func removeAll() {
-        list.removeAll()
+    /// Empties the storage; hands back the old list, so its values are released after the lock.
+    mutating func removeAll() -> LRUList<String, Entry> {
+        defer { list = LRUList() }
+        return list
     }
 }

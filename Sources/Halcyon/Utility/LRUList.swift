@@ -5,7 +5,8 @@
 /// lookup hashes the key once and hands back the slot, so reading a value and moving it to the recent end
 /// need no second hash; storing, moving and evicting take constant time, and freed slots are reused, so
 /// steady-state use allocates nothing. Removals hand the value back, so an owner can release it after its
-/// lock. Not thread-safe: its owner guards it.
+/// lock. A slot is valid from the lookup that returned it to the next change; a freed one is a programming
+/// error (asserted in debug builds). Not thread-safe: its owner guards it.
 @usableFromInline
 package struct LRUList<Key: Hashable, Value> {
     @usableFromInline
@@ -55,11 +56,15 @@ package struct LRUList<Key: Hashable, Value> {
 
     /// The value in `slot`, a slot ``slot(for:)`` returned since the last change.
     @inlinable
-    package func value(at slot: Int) -> Value? { slots[slot].value }
+    package func value(at slot: Int) -> Value? {
+        assert(slots[slot].key != nil, "a freed slot")
+        return slots[slot].value
+    }
 
     /// Changes the value in `slot` in place; its cost and recency stay.
     @inlinable
     package mutating func update(at slot: Int, _ body: (inout Value) -> Void) {
+        assert(slots[slot].key != nil, "a freed slot")
         guard var value = slots[slot].value else { return }
         slots[slot].value = nil
         body(&value)
@@ -83,6 +88,7 @@ package struct LRUList<Key: Hashable, Value> {
     /// Marks `slot` as the most recently used.
     @inlinable
     package mutating func touch(_ slot: Int) {
+        assert(slots[slot].key != nil, "a freed slot")
         guard slot != newest else { return }
         unlink(slot)
         append(slot)
@@ -119,6 +125,7 @@ package struct LRUList<Key: Hashable, Value> {
     @inlinable
     @discardableResult
     package mutating func remove(_ slot: Int) -> Value? {
+        assert(slots[slot].key != nil, "a freed slot")
         unlink(slot)
         if let key = slots[slot].key { index.removeValue(forKey: key) }
         totalCost -= slots[slot].cost
