@@ -107,9 +107,7 @@ public final class ResponseCache: Sendable {
         // The evicted entries come out of the lock and are released here, not while hits wait for it.
         _ = state.withLock { state -> (replaced: Entry?, evicted: [Entry]) in
             let replaced = state.insert(entry, for: key, cost: cost)
-            var evicted: [Entry] = []
-            while state.totalCost > limit, let oldest = state.removeOldest() { evicted.append(oldest) }
-            return (replaced, evicted)
+            return (replaced, state.evictOldest(whileCostAbove: limit))
         }
     }
 

@@ -86,4 +86,15 @@ struct LRUListTests {
         list.removeAll()
         #expect(list.count == 0 && list.totalCost == 0 && list.removeOldest() == nil && list.keysByRecency.isEmpty)
     }
+
+    @Test("evictOldest takes the least recently used values while the cost or the count is over its limit")
+    func evictOldest() throws {
+        var list = LRUList<String, Int>()
+        for (value, key) in ["a", "b", "c", "d"].enumerated() { list.insert(value, for: key, cost: 10) }
+        list.touch(try #require(list.slot(for: "a")))
+        #expect(list.evictOldest(whileCostAbove: 25) == [1, 2])
+        #expect(list.keysByRecency == ["a", "d"] && list.totalCost == 20 && Self.linksAgree(list))
+        #expect(list.evictOldest(whileCostAbove: .max, orCountAbove: 1) == [3])
+        #expect(list.keysByRecency == ["a"] && list.evictOldest(whileCostAbove: 10).isEmpty)
+    }
 }

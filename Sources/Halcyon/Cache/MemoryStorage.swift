@@ -224,12 +224,7 @@ struct LRUState<T> {
     /// Removes least-recently-used entries until the limits hold; hands them back.
     @inlinable
     mutating func evictToLimits() -> [Entry] {
-        var evicted: [Entry] = []
-        while list.count > 0, list.totalCost > config.totalCostLimit || (config.countLimit > 0 && list.count > config.countLimit),
-              let oldest = list.removeOldest() {
-            evicted.append(oldest)
-        }
-        return evicted
+        list.evictOldest(whileCostAbove: config.totalCostLimit, orCountAbove: config.countLimit > 0 ? config.countLimit : .max)
     }
 
     @inlinable

@@ -40,7 +40,7 @@ public final class FailedURLBlocklist: Sendable {
     public func insert(_ url: URL) {
         urls.withLock { urls in
             urls.insert((), for: url, cost: 0)
-            if urls.count > countLimit { _ = urls.removeOldest() }
+            _ = urls.evictOldest(whileCostAbove: 0, orCountAbove: countLimit)
         }
     }
 

@@ -150,6 +150,17 @@ package struct LRUList<Key: Hashable, Value> {
         return remove(oldest)
     }
 
+    /// Removes least recently used values while their summed cost is over `costLimit` or their number over
+    /// `countLimit`, and returns them, so the owner releases them after its lock.
+    @inlinable
+    package mutating func evictOldest(whileCostAbove costLimit: Int, orCountAbove countLimit: Int = .max) -> [Value] {
+        var evicted: [Value] = []
+        while totalCost > costLimit || count > countLimit, let value = removeOldest() {
+            evicted.append(value)
+        }
+        return evicted
+    }
+
     /// Removes every value `shouldRemove` picks, walking from the most recently used, and returns them.
     package mutating func removeAll(where shouldRemove: (Value) -> Bool) -> [Value] {
         var removed: [Value] = []
