@@ -325,8 +325,7 @@ public final class ImageService: Sendable {
     func cachedAnswer(path: String, headers: HTTPFields) -> CachedAnswer? {
         guard headers[.contentLength] == nil, headers[.transferEncoding] == nil,
               let entry = responses.value(for: responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
-        // An expired URL is refused by the image handler, never answered from the cache.
-        if let expires = entry.expires, Self.hasExpired(expires) { return nil }
+        // An expired URL's entry is not found (the cache drops it); the image handler refuses the URL.
         metrics.cache("response")
         return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch])
     }

@@ -84,13 +84,17 @@ public final class ResponseCache: Sendable {
         self.lifetime = lifetime
     }
 
-    /// The entry for `key`, if fresh.
+    /// The entry for `key`, if fresh: younger than the lifetime and, when its URL has an `exp:` time, not past it.
+    ///
+    /// An entry that is no longer fresh is removed, so answers to expired URLs do not hold memory until evicted.
     public func value(for key: String, now: Date = Date()) -> Entry? {
         // One hash of the key under the lock: the slot serves the read and the move to the recent end.
         // An expired entry comes out of the lock with the answer and is released here, not under the lock.
         state.withLock { state -> (found: Entry?, expired: Entry?) in
             guard let slot = state.slot(for: key), let entry = state.value(at: slot) else { return (nil, nil) }
-            if now.timeIntervalSince(entry.created) > lifetime { return (nil, state.remove(slot)) }
+            if now.timeIntervalSince(entry.created) > lifetime || Self.isPast(entry.expires, now: now) {
+                return (nil, state.remove(slot))
+            }
             state.touch(slot)
             return (entry, nil)
         }.found
@@ -109,6 +113,12 @@ public final class ResponseCache: Sendable {
             let replaced = state.insert(entry, for: key, cost: cost)
             return (replaced, state.evictOldest(whileCostAbove: limit))
         }
+    }
+
+    /// Whether an `exp:` time (Unix seconds) is before `now`; false when there is none.
+    static func isPast(_ expires: Int?, now: Date) -> Bool {
+        guard let expires else { return false }
+        return Double(expires) < now.timeIntervalSince1970
     }
 
     /// What the entries held now count for (see ``cost(of:key:)``); never more than the limit.

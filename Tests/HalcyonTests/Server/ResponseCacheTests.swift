@@ -53,6 +53,19 @@ struct ResponseCacheTests {
         #expect(cache.value(for: "k") == nil && cache.heldBytes == 0)
     }
 
+    @Test("An answer to an exp: URL is not given after that time and no longer held")
+    func urlExpiryRemovesEntry() {
+        let cache = ResponseCache(limit: 64 * 1024, lifetime: 300)
+        let created = Date(timeIntervalSince1970: 1_000_000)
+        var entry = ResponseCache.Entry(body: Data(count: 2000), contentType: "image/png", etag: "\"x\"", created: created)
+        entry.expires = 1_000_010
+        cache.store(entry, for: "k")
+        #expect(cache.value(for: "k", now: created.addingTimeInterval(9)) != nil)
+        #expect(cache.counts.entries == 1 && cache.heldBytes > 0)
+        #expect(cache.value(for: "k", now: created.addingTimeInterval(11)) == nil)
+        #expect(cache.counts.entries == 0 && cache.heldBytes == 0, "the expired answer must not stay in memory")
+    }
+
     @Test("Random stores, replacements, hits and expiries keep exactly the entries a plain LRU list keeps")
     func matchesPlainLRU() {
         var generator = SeededGenerator(state: 16)
