@@ -60,7 +60,8 @@ struct DiskStorageTests {
         try storage.store(value: bytes(1_000), forKey: "a")
         try storage.store(value: bytes(2_000), forKey: "b")
         let size = storage.totalSize()
-        #expect(size > 3_000 && size < 3_400, "payloads plus small headers")
+        // Payloads plus small headers, counted in the file system's blocks (4 KiB on ext4; at least the length).
+        #expect(size > 3_000 && size <= 3_400 + 2 * 4_096, "payloads plus small headers, in whole blocks: \(size)")
         try storage.remove(forKey: "a")
         try storage.remove(forKey: "a")
         #expect(storage.isCached(forKey: "a") == false)
@@ -238,21 +239,27 @@ struct DiskStorageTests {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let clock = TestClock()
-        let storage = try makeStorage(in: directory, clock: clock, sizeLimit: 20_000)
+        let storage = try makeStorage(in: directory, clock: clock)
+        // The limit is set from what one entry takes on this file system: nine fit, ten do not.
+        try storage.store(value: bytes(2_000), forKey: "probe")
+        let entry = Int(storage.totalSize())
+        try storage.remove(forKey: "probe")
+        let limit = 10 * entry - entry / 2
+        storage.config.sizeLimit = UInt(limit)
         for index in 0..<9 {
             try storage.store(value: bytes(2_000), forKey: "k\(index)")
             clock.advance(by: 10)
         }
-        #expect(storage.totalSize() < 20_000)
+        #expect(storage.totalSize() == UInt(9 * entry))
         _ = try storage.value(forKey: "k0")
         clock.advance(by: 10)
         _ = try storage.value(forKey: "k1")
         clock.advance(by: 10)
         try storage.store(value: bytes(2_000), forKey: "k9")
         await storage.waitForPendingTrim()
-        let size = storage.totalSize()
-        #expect(size <= 10_000)
-        #expect(size > 5_000)
+        let size = Int(storage.totalSize())
+        #expect(size <= limit / 2)
+        #expect(size > limit / 4)
         let kept = Set((0...9).filter { storage.isCached(forKey: "k\($0)") })
         #expect(kept == [0, 1, 8, 9], "the least recently used go first")
     }
@@ -274,6 +281,31 @@ struct DiskStorageTests {
         #expect(unlimited.removeSizeExceededValues().isEmpty)
         #expect(limited.isCached(forKey: "k29"))
         #expect(limited.isCached(forKey: "k0") == false)
+    }
+
+    @Test("the size limit counts the disk space entry files take: many small entries stay inside it")
+    func limitCountsAllocatedSpace() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let limit = 64 * 1024
+        let storage = try makeStorage(in: directory, sizeLimit: UInt(limit), trimsInBackground: false)
+        func allocated(_ name: String) -> (length: Int, allocated: Int) {
+            var raw = stat()
+            guard lstat(storage.directoryURL.path + "/" + name, &raw) == 0 else { return (0, 0) }
+            return (Int(raw.st_size), Int(raw.st_blocks) * 512)
+        }
+        try storage.store(value: bytes(100), forKey: "probe")
+        let probe = allocated(try #require(entryFiles(storage).first))
+        try #require(probe.allocated > probe.length, "this test needs a file system that allocates whole blocks: \(probe)")
+        for index in 0..<200 {
+            try storage.store(value: bytes(100, seed: UInt8(index % 256)), forKey: "k\(index)")
+        }
+        let files = entryFiles(storage)
+        let used = files.reduce(0) { $0 + allocated($1).allocated }
+        let lengths = files.reduce(0) { $0 + allocated($1).length }
+        #expect(used <= limit, "\(files.count) entries of \(lengths) bytes take \(used) bytes of disk")
+        #expect(storage.totalSize() == UInt(used))
+        #expect(storage.isCached(forKey: "k199"))
     }
 
     // MARK: - Damage
@@ -380,9 +412,10 @@ struct DiskStorageTests {
         let all = try FileManager.default.contentsOfDirectory(atPath: storage.directoryURL.path)
         #expect(all.count == 20)
         #expect(all.allSatisfy { !$0.hasPrefix(".") })
+        let entries = storage.totalSize()
         let stale = storage.directoryURL.appendingPathComponent(".abc.123.xyz.tmp")
         try bytes(1_000).write(to: stale)
-        #expect(storage.totalSize() < 20 * 600, "temporary files are not entries")
+        #expect(storage.totalSize() == entries, "temporary files are not entries")
         clock.advance(by: 3_600)
         storage.removeExpiredValues()
         #expect(FileManager.default.fileExists(atPath: stale.path) == false)

@@ -14,6 +14,8 @@ enum DiskFile {
     /// What `fstat`/`stat` says about a file.
     struct Status {
         var size: Int
+        /// The bytes the file system allocated for the file (`st_blocks` × 512).
+        var allocated: Int
         var modificationDate: Date
         /// The inode change time, seconds and nanoseconds; any write or attribute change moves it.
         var changeTime: (seconds: Int, nanoseconds: Int)
@@ -31,11 +33,16 @@ enum DiskFile {
         let change = raw.st_ctim
         #endif
         let seconds = Double(time.tv_sec) + Double(time.tv_nsec) / 1_000_000_000
-        return Status(size: Int(raw.st_size), modificationDate: Date(timeIntervalSince1970: seconds),
+        return Status(size: Int(raw.st_size), allocated: Int(raw.st_blocks) * 512, modificationDate: Date(timeIntervalSince1970: seconds),
                       changeTime: (Int(change.tv_sec), Int(change.tv_nsec)),
                       device: UInt64(raw.st_dev), inode: UInt64(raw.st_ino),
                       isRegularFile: (raw.st_mode & S_IFMT) == S_IFREG)
     }
+
+    /// The disk space a file counts for against a size limit: what the file system allocated for it (a 100-byte
+    /// file takes a whole block), and never less than its length (a file system that compresses or has not
+    /// allocated yet reports fewer blocks).
+    static func footprint(_ status: Status) -> Int { max(status.size, status.allocated) }
 
     /// The status of an open file, or `nil` with `errno` set.
     static func status(fd: Int32) -> Status? {

@@ -249,7 +249,7 @@ extension DiskStorage.Backend {
     func discardCorrupt(path: String, status: DiskFile.Status) {
         DiskFile.unlinkIfSame(path, as: status)
         state.withLock { state in
-            if let known = state.knownSize { state.knownSize = max(0, known - status.size) }
+            if let known = state.knownSize { state.knownSize = max(0, known - DiskFile.footprint(status)) }
         }
     }
 

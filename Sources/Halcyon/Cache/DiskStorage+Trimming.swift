@@ -61,7 +61,7 @@ extension DiskStorage.Backend {
     /// Throws `.cacheError(.cannotRemoveFile)` when the file exists but cannot be deleted.
     public func remove(forKey key: String, forcedExtension: String? = nil, extensionKey: String? = nil) throws(HalcyonError) {
         let path = directoryPath + "/" + cacheFileName(forKey: key, forcedExtension: forcedExtension, extensionKey: extensionKey)
-        let size = DiskFile.status(path: path)?.size ?? 0
+        let size = DiskFile.status(path: path).map(DiskFile.footprint) ?? 0
         guard unlink(path) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return }
             throw .cacheError(reason: .cannotRemoveFile(path: path, message: DiskFile.lastError()))
@@ -98,7 +98,7 @@ extension DiskStorage.Backend {
                     DiskFile.unlinkIfSame(file.path, as: status)
                     removed.append(URL(fileURLWithPath: file.path))
                 } else {
-                    remaining += status.size
+                    remaining += DiskFile.footprint(status)
                 }
             } else if let status = DiskFile.status(path: file.path) {
                 DiskFile.unlinkIfSame(file.path, as: status)
@@ -117,7 +117,7 @@ extension DiskStorage.Backend {
     @discardableResult
     public func removeSizeExceededValues() -> [URL] {
         let files = scan()
-        var total = files.reduce(0) { $0 + $1.status.size }
+        var total = files.reduce(0) { $0 + DiskFile.footprint($1.status) }
         let limit = Int(clamping: config.sizeLimit)
         guard limit > 0, total > limit else {
             state.withLock { $0.knownSize = total }
@@ -128,7 +128,7 @@ extension DiskStorage.Backend {
         for file in files.sorted(by: { $0.status.modificationDate < $1.status.modificationDate }) {
             guard total > target else { break }
             DiskFile.unlinkIfSame(file.path, as: file.status)
-            total -= file.status.size
+            total -= DiskFile.footprint(file.status)
             removed.append(URL(fileURLWithPath: file.path))
         }
         state.withLock { $0.knownSize = total }
@@ -137,9 +137,9 @@ extension DiskStorage.Backend {
 
     // MARK: - Size
 
-    /// Bytes taken by the entry files (headers included), counted by listing the directory now.
+    /// Disk space taken by the entry files (allocated blocks, at least each file's length), counted by listing the directory now.
     public func totalSize() -> UInt {
-        let total = scan().reduce(0) { $0 + $1.status.size }
+        let total = scan().reduce(0) { $0 + DiskFile.footprint($1.status) }
         state.withLock { $0.knownSize = total }
         return UInt(total)
     }
@@ -152,7 +152,7 @@ extension DiskStorage.Backend {
         var statistics = Statistics()
         for file in scan() {
             statistics.entryCount += 1
-            statistics.totalSize += UInt(file.status.size)
+            statistics.totalSize += UInt(DiskFile.footprint(file.status))
             if let (header, _) = readHeader(atPath: file.path) {
                 if header.expirationDate <= now { statistics.expiredCount += 1 }
             } else {
@@ -170,7 +170,7 @@ extension DiskStorage.Backend {
         public var expiredCount = 0
         /// Files whose header does not read as a valid entry (they read as misses).
         public var unreadableCount = 0
-        /// Bytes the entry files take, headers included.
+        /// Disk space the entry files take: allocated blocks, at least each file's length.
         public var totalSize: UInt = 0
     }
 

@@ -160,12 +160,13 @@ public enum DiskStorage {
                 }
                 if written { DiskFile.setTimes(fd: fd, to: now) }
                 let writeError = written ? "" : DiskFile.lastError()
+                let footprint = written ? DiskFile.status(fd: fd).map(DiskFile.footprint) ?? header.count + payload.count : 0
                 DiskFile.close(fd)
                 guard written else {
                     _ = unlink(tempPath)
                     throw .cacheError(reason: .cannotWriteFile(path: finalPath, message: writeError))
                 }
-                let replaced = DiskFile.status(path: finalPath)?.size ?? 0
+                let replaced = DiskFile.status(path: finalPath).map(DiskFile.footprint) ?? 0
                 if rename(tempPath, finalPath) != 0 {
                     let code = errno
                     let message = DiskFile.lastError()
@@ -177,7 +178,7 @@ public enum DiskStorage {
                     throw .cacheError(reason: .cannotWriteFile(path: finalPath, message: message))
                 }
                 if syncs { syncDirectory() }
-                return (header.count + payload.count, replaced)
+                return (footprint, replaced)
             }
         }
 

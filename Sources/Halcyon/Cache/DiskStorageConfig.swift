@@ -8,6 +8,9 @@ extension DiskStorage {
         /// The name of the cache; the last component of its directory.
         public var name: String
         /// Largest total size in bytes before a trim to half; 0 means no limit. Default 0.
+        ///
+        /// Counts the disk space the entry files take (the blocks allocated for each, at least its length), so
+        /// many small entries cannot use more disk than the limit says.
         public var sizeLimit: UInt
         /// Expiration of entries stored without one. Default 7 days.
         public var expiration: StorageExpiration
