@@ -21,9 +21,11 @@ import NIOPosix
 /// LRU of at most `clientCapacity` (default 16); each keeps at most
 /// ``connectionsPerClient`` connections, idle ones for `idleTimeout` (default
 /// 5 s). So at most `clientCapacity × connectionsPerClient` pooled connections
-/// live in cached clients, and an evicted client's idle connections close
-/// within `idleTimeout` (it is shut down after a grace period). One lock
-/// guards the cache.
+/// live in cached clients. An evicted client is shut down (its connections
+/// closed) at once when no download uses it, else when the last one ends (the
+/// downloader calls ``ImageDownloaderConnection/finished``), at the latest
+/// after a grace period: host names that change with every request cannot pile
+/// up clients. One lock guards the cache.
 public final class AddressGate: ImageDownloaderConnectionGate {
     /// The policy addresses are checked against.
     public let policy: AddressPolicy
@@ -88,17 +90,31 @@ public final class AddressGate: ImageDownloaderConnectionGate {
                 throw .requestError(reason: .cannotConnect(url: url, message: "cannot resolve \(name)"))
             }
             try refuse(url, ifAny: addresses, host: host)
-            return ImageDownloaderConnection(client: pinnedClient(host: name, address: first), url: canonical)
+            let client = pinnedClient(host: name, address: first)
+            return ImageDownloaderConnection(client: client, url: canonical, finished: { [clients] in
+                if let retired = clients.withLock({ $0.endLease(client) }) { Task { try? await retired.shutdown() } }
+            })
         }
     }
 
     /// The pinned client for `url` (nil for a vetted IP literal); see ``connection(for:)``, whose URL must be the one sent.
+    ///
+    /// The client is not leased: once the cache evicts it, it is shut down. Downloads go through
+    /// ``connection(for:)``, whose lease keeps the client until ``ImageDownloaderConnection/finished`` is called.
     public func client(for url: URL) async throws(HalcyonError) -> HTTPClient? {
-        try await connection(for: url).client
+        let connection = try await connection(for: url)
+        connection.finished?()
+        return connection.client
     }
 
     /// How many pinned clients are cached now (at most ``clientCapacity``).
     public var cachedClientCount: Int { clients.withLock { $0.count } }
+
+    /// How many evicted clients are still in use by downloads (each is shut down when its last one ends).
+    public var retiringClientCount: Int { clients.withLock { $0.retiringCount } }
+
+    /// How many downloads use a pinned client now.
+    public var leasedClientCount: Int { clients.withLock { $0.leaseCount } }
 
     /// Shuts down every cached client, and the evicted ones still in their grace period.
     public func shutdown() async {
@@ -124,18 +140,23 @@ public final class AddressGate: ImageDownloaderConnectionGate {
 
     private func pinnedClient(host: String, address: IPAddress) -> HTTPClient {
         let key = "\(host)|\(address)"
-        let (client, evicted) = clients.withLock { clients -> (HTTPClient, HTTPClient?) in
+        let (client, eviction) = clients.withLock { clients -> (HTTPClient, PinnedClients.Eviction?) in
             if let client = clients.use(key) { return (client, nil) }
             let client = makeClient(host: host, address: address)
             return (client, clients.insert(client, for: key, capacity: clientCapacity))
         }
-        if let evicted {
-            // Requests may still run on it: shut it down once they must have ended.
+        switch eviction {
+        case .idle(let evicted):
+            Task { try? await evicted.shutdown() }
+        case .busy(let evicted):
+            // Shut down when its last download ends; this grace period is the backstop for a lease never ended.
             let grace = timeout * 4 + 5
             Task { [clients] in
                 try? await Task.sleep(for: .seconds(grace))
                 if let retired = clients.withLock({ $0.retire(evicted) }) { try? await retired.shutdown() }
             }
+        case nil:
+            break
         }
         return client
     }

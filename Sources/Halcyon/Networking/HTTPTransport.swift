@@ -91,12 +91,18 @@ struct HTTPTransport: Sendable {
         let queueDuration = (start - task.enqueuedAt).timeInterval
         var request = initial
         var redirectCount = 0
+        // The gate is told when each hop it let go has ended: at the next hop, or when this returns or throws.
+        var endHop: (@Sendable () -> Void)?
+        defer { endHop?() }
         while true {
+            endHop?()
+            endHop = nil
             activity.touch()
             var hopClient = client
             if let gate = settings.connectionGate {
                 // The gate vets this hop; what it vetted (its URL) is what is sent.
                 let connection = try await gate.connection(for: request.url)
+                endHop = connection.finished
                 hopClient = connection.client ?? client
                 request.url = connection.url
             }
@@ -109,22 +115,7 @@ struct HTTPTransport: Sendable {
                 guard redirectCount <= settings.maxRedirects else {
                     throw HalcyonError.requestError(reason: .tooManyRedirects(url: task.url, limit: settings.maxRedirects))
                 }
-                guard let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
-                      ImageDownloader.isFetchable(target) else {
-                    throw HalcyonError.requestError(reason: .invalidRedirect(url: request.url, location: location))
-                }
-                try await drain(response.body, activity: activity)
-                var next = request
-                next.url = target
-                if response.status == .seeOther { next.httpMethod = "GET" }
-                if !Self.sameOrigin(request.url, target) { next.setValue(nil, forHTTPHeaderField: "Authorization") }
-                if let handler = task.redirectHandler {
-                    guard let handled = await handler.handleHTTPRedirection(for: task, response: head, newRequest: next) else {
-                        throw HalcyonError.requestError(reason: .redirectBlocked(url: request.url, location: target))
-                    }
-                    next = handled
-                }
-                request = next
+                request = try await redirected(request, to: location, response: response, head: head, task: task, activity: activity)
                 continue
             }
 
@@ -139,6 +130,31 @@ struct HTTPTransport: Sendable {
                         receivedBytes: received, resumedBytes: resumed, expectedBytes: head.expectedContentLength)
                 })
         }
+    }
+
+    /// The request for a redirect to `location`: checked, the redirect's body drained, `See Other` turned into a
+    /// GET, credentials dropped across origins, then handed to the task's redirect handler, which may change it or
+    /// block the redirect.
+    private func redirected(
+        _ request: ImageDownloadRequest, to location: String, response: HTTPClientResponse, head: ImageDownloadResponse,
+        task: SessionDataTask, activity: IdleMonitor.Watch
+    ) async throws -> ImageDownloadRequest {
+        guard let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+              ImageDownloader.isFetchable(target) else {
+            throw HalcyonError.requestError(reason: .invalidRedirect(url: request.url, location: location))
+        }
+        try await drain(response.body, activity: activity)
+        var next = request
+        next.url = target
+        if response.status == .seeOther { next.httpMethod = "GET" }
+        if !Self.sameOrigin(request.url, target) { next.setValue(nil, forHTTPHeaderField: "Authorization") }
+        if let handler = task.redirectHandler {
+            guard let handled = await handler.handleHTTPRedirection(for: task, response: head, newRequest: next) else {
+                throw HalcyonError.requestError(reason: .redirectBlocked(url: request.url, location: target))
+            }
+            next = handled
+        }
+        return next
     }
 
     // MARK: - Body

@@ -11,10 +11,16 @@ public struct ImageDownloaderConnection: Sendable {
     public var client: HTTPClient?
     /// The URL sent for the hop.
     public var url: URL
+    /// Called once when the hop has ended: its body read, or it failed, was redirected or was cancelled.
+    ///
+    /// A gate that hands out clients of its own uses it to know when a client is no longer in use, for example to
+    /// shut down at once a client it has stopped caching. Called on the task running the download; nil: nothing.
+    public var finished: (@Sendable () -> Void)?
 
-    /// Makes a connection for `url` through `client` (nil: the downloader's own).
-    public init(client: HTTPClient?, url: URL) {
+    /// Makes a connection for `url` through `client` (nil: the downloader's own); `finished` as above.
+    public init(client: HTTPClient?, url: URL, finished: (@Sendable () -> Void)? = nil) {
         self.client = client
         self.url = url
+        self.finished = finished
     }
 }

@@ -10,8 +10,9 @@ import Foundation
 /// a canonical spelling of the asked URL, for example with the host lower-cased,
 /// so what was vetted is what is sent) through its client (for example one
 /// whose `dnsOverride` pins that host to an address the gate has checked), or
-/// through the downloader's own client when that is nil. An SSRF guard is the
-/// intended user.
+/// through the downloader's own client when that is nil; when the hop has ended
+/// the downloader calls its ``ImageDownloaderConnection/finished``. An SSRF
+/// guard is the intended user.
 public protocol ImageDownloaderConnectionGate: Sendable {
     /// The client and URL for a request to `url`; throws to refuse the hop.
     func connection(for url: URL) async throws(HalcyonError) -> ImageDownloaderConnection

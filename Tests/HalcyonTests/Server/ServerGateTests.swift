@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import Halcyon
 import HalcyonServer
@@ -135,6 +136,35 @@ struct ServerGateTests {
         #expect(gate.cachedClientCount == 0)
     }
 
+    @Test("An evicted client no download uses is shut down at once; one in use, when its download ends")
+    func evictedClientsShutDown() async throws {
+        let upstream = try await TestHTTPServer.start(image: ManagerFixture.sampleImage())
+        let gate = AddressGate(policy: AddressPolicy(allowLoopback: true), timeout: 2, clientCapacity: 2, resolver: { _ in
+            [IPAddress("127.0.0.1")].compactMap { $0 }
+        })
+        let held = try await gate.connection(for: URL(string: "http://held.test:\(upstream.port)/image/held")!)
+        let heldClient = try #require(held.client)
+        var mostRetiring = 0
+        for index in 0..<200 {
+            let connection = try await gate.connection(for: URL(string: "http://h\(index).test/a.png")!)
+            connection.finished?()
+            mostRetiring = max(mostRetiring, gate.retiringClientCount)
+        }
+        #expect(mostRetiring == 1, "only the client still in use may wait; up to \(mostRetiring) did")
+        #expect(gate.retiringClientCount == 1 && gate.leasedClientCount == 1)
+        var request = HTTPClientRequest(url: held.url.absoluteString)
+        request.method = .GET
+        let response = try await heldClient.execute(request, timeout: .seconds(5))
+        #expect(response.status == .ok, "an evicted client keeps serving the download that uses it")
+        _ = try await response.body.collect(upTo: 1 << 20)
+        held.finished?()
+        #expect(gate.retiringClientCount == 0 && gate.leasedClientCount == 0)
+        let shutDown = await upstream.wait(timeout: 5) { upstream.openConnections == 0 }
+        #expect(shutDown, "the evicted client's connection must close when its download ends, not after the grace period")
+        await gate.shutdown()
+        await upstream.shutdown()
+    }
+
     @Test("The server's 403 for a refused address does not echo the resolved address")
     func serverRefusalIsGeneric() async throws {
         let fixture = try await ServerFixture.start { $0.allowLoopback = false }
@@ -162,6 +192,8 @@ struct ServerGateTests {
         }
         #expect(upstream.totalHits == 40)
         #expect(gate.cachedClientCount == gate.clientCapacity, "one pinned client per host, at most the capacity")
+        #expect(gate.leasedClientCount == 0, "every finished download ended its lease")
+        #expect(gate.retiringClientCount == 0, "clients evicted after their download ended are shut down at once")
         #expect(gate.clientCapacity == 16 && gate.idleTimeout == 5)
         let closed = await upstream.wait(timeout: 10) { upstream.openConnections == 0 }
         #expect(closed, "\(upstream.openConnections) idle connections still open after 10 s")
