@@ -91,8 +91,13 @@ public final class AddressGate: ImageDownloaderConnectionGate {
             }
             try refuse(url, ifAny: addresses, host: host)
             let client = pinnedClient(host: name, address: first)
+            // The lease ends once, however often `finished` is called: a second call must not end another's.
+            let ended = Locked(false)
             return ImageDownloaderConnection(client: client, url: canonical, finished: { [clients] in
-                if let retired = clients.withLock({ $0.endLease(client) }) { Task { try? await retired.shutdown() } }
+                guard !ended.withLock({ ended in defer { ended = true }; return ended }) else { return }
+                guard let retired = clients.withLock({ $0.endLease(client) }) else { return }
+                retired.backstop?.cancel()
+                Task { try? await retired.client.shutdown() }
             })
         }
     }
@@ -119,7 +124,8 @@ public final class AddressGate: ImageDownloaderConnectionGate {
     /// Shuts down every cached client, and the evicted ones still in their grace period.
     public func shutdown() async {
         let all = clients.withLock { $0.removeAll() }
-        for client in all { try? await client.shutdown() }
+        for backstop in all.backstops { backstop.cancel() }
+        for client in all.clients { try? await client.shutdown() }
     }
 
     // MARK: - Vetting
@@ -149,12 +155,14 @@ public final class AddressGate: ImageDownloaderConnectionGate {
         case .idle(let evicted):
             Task { try? await evicted.shutdown() }
         case .busy(let evicted):
-            // Shut down when its last download ends; this grace period is the backstop for a lease never ended.
+            // Shut down when its last download ends (which cancels this task); the grace period is the backstop
+            // for a lease never ended, and also ends a download still running on the client by then.
             let grace = timeout * 4 + 5
-            Task { [clients] in
+            let backstop = Task { [clients] in
                 try? await Task.sleep(for: .seconds(grace))
                 if let retired = clients.withLock({ $0.retire(evicted) }) { try? await retired.shutdown() }
             }
+            if !clients.withLock({ $0.setBackstop(backstop, for: evicted) }) { backstop.cancel() }
         case nil:
             break
         }

@@ -332,7 +332,7 @@ public final class ImageService: Sendable {
 
     /// Whether an `exp:` time (Unix seconds) has passed.
     static func hasExpired(_ expires: Int) -> Bool {
-        Double(expires) < Date().timeIntervalSince1970
+        ResponseCache.isPast(expires, now: Date())
     }
 
     /// The response cache's key: the path as sent and the format its `Accept` header negotiates.

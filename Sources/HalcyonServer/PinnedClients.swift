@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 
 /// The gate's pinned clients, least recently used first; how many downloads use each; and the evicted ones still
-/// in use, which are shut down when their last download ends (or after a grace period, whichever comes first).
+/// in use, each shut down when its last download ends, or by its backstop task after a grace period.
 struct PinnedClients {
     /// What became of the client an insert evicted.
     enum Eviction {
@@ -11,9 +11,15 @@ struct PinnedClients {
         case busy(HTTPClient)
     }
 
+    /// An evicted client still in use, and the task that shuts it down after the grace period.
+    struct Retiring {
+        let client: HTTPClient
+        var backstop: Task<Void, Never>?
+    }
+
     private var clients: [String: HTTPClient] = [:]
     private var order: [String] = []
-    private var retiring: [ObjectIdentifier: HTTPClient] = [:]
+    private var retiring: [ObjectIdentifier: Retiring] = [:]
     private var leases: [ObjectIdentifier: Int] = [:]
 
     /// How many are cached.
@@ -41,7 +47,7 @@ struct PinnedClients {
             if leases[ObjectIdentifier(evicted)] == nil {
                 eviction = .idle(evicted)
             } else {
-                retiring[ObjectIdentifier(evicted)] = evicted
+                retiring[ObjectIdentifier(evicted)] = Retiring(client: evicted)
                 eviction = .busy(evicted)
             }
         }
@@ -51,8 +57,16 @@ struct PinnedClients {
         return eviction
     }
 
-    /// Ends one download's lease of `client`; returns the client when it was retiring and that was its last lease.
-    mutating func endLease(_ client: HTTPClient) -> HTTPClient? {
+    /// Keeps `backstop` with the retiring `client`; false when it retired already (the caller cancels the task).
+    mutating func setBackstop(_ backstop: Task<Void, Never>, for client: HTTPClient) -> Bool {
+        guard retiring[ObjectIdentifier(client)] != nil else { return false }
+        retiring[ObjectIdentifier(client)]?.backstop = backstop
+        return true
+    }
+
+    /// Ends one download's lease of `client`; returns it, with its backstop to cancel, when it was retiring and
+    /// that was its last lease.
+    mutating func endLease(_ client: HTTPClient) -> Retiring? {
         let id = ObjectIdentifier(client)
         guard let held = leases[id] else { return nil }
         guard held <= 1 else {
@@ -63,14 +77,16 @@ struct PinnedClients {
         return retiring.removeValue(forKey: id)
     }
 
-    /// Takes `client` out of the retiring ones when its grace period is over; nil when it is gone already.
+    /// Takes `client` out of the retiring ones when its grace period is over, leases and all; nil when it is gone.
     mutating func retire(_ client: HTTPClient) -> HTTPClient? {
-        retiring.removeValue(forKey: ObjectIdentifier(client))
+        guard let entry = retiring.removeValue(forKey: ObjectIdentifier(client)) else { return nil }
+        leases[ObjectIdentifier(client)] = nil
+        return entry.client
     }
 
-    /// Empties the cache; returns every client, cached or retiring.
-    mutating func removeAll() -> [HTTPClient] {
+    /// Empties the cache; returns every client, cached or retiring, and the backstops to cancel.
+    mutating func removeAll() -> (clients: [HTTPClient], backstops: [Task<Void, Never>]) {
         defer { clients.removeAll(); order.removeAll(); retiring.removeAll(); leases.removeAll() }
-        return Array(clients.values) + Array(retiring.values)
+        return (Array(clients.values) + retiring.values.map(\.client), retiring.values.compactMap(\.backstop))
     }
 }

@@ -497,7 +497,7 @@ import Testing
             let progress = Locked([(Int64, Int64)]())
             var options = DownloadOptions()
             options.progressBlock = { received, total in progress.withLock { $0.append((received, total)) } }
-            _ = try await downloader.downloadImage(with: server.url("/slow/progress?delay=10&chunks=4"), options: options)
+            _ = try await downloader.downloadImage(with: server.url("/slow/progress?delay=60&chunks=4"), options: options)
             let seen = progress.withLock { $0 }
             #expect(seen.count >= 2)
             #expect(seen.last?.0 == Int64(Self.png.count))

@@ -186,8 +186,10 @@ extension DiskStorage.Backend {
         guard limit > 0 else { return }
         let needsTrim = state.withLock { state -> Bool in
             guard let known = state.knownSize else { return true }
-            state.knownSize = known + bytes - replaced
-            return known + bytes - replaced > limit
+            // Never below zero: a replaced file's blocks may be counted later than its own store counted them.
+            let size = max(0, known + bytes - replaced)
+            state.knownSize = size
+            return size > limit
         }
         guard needsTrim else { return }
         guard config.trimsInBackground else {

@@ -14,7 +14,8 @@ public struct ImageDownloaderConnection: Sendable {
     /// Called once when the hop has ended: its body read, or it failed, was redirected or was cancelled.
     ///
     /// A gate that hands out clients of its own uses it to know when a client is no longer in use, for example to
-    /// shut down at once a client it has stopped caching. Called on the task running the download; nil: nothing.
+    /// shut down at once a client it has stopped caching. Whoever sends a hop through a gate's connection must call
+    /// it when the hop ends (the downloader does, on the task running the download); nil: nothing to tell.
     public var finished: (@Sendable () -> Void)?
 
     /// Makes a connection for `url` through `client` (nil: the downloader's own); `finished` as above.

@@ -139,9 +139,10 @@ struct ServerGateTests {
     @Test("An evicted client no download uses is shut down at once; one in use, when its download ends")
     func evictedClientsShutDown() async throws {
         let upstream = try await TestHTTPServer.start(image: ManagerFixture.sampleImage())
-        let gate = AddressGate(policy: AddressPolicy(allowLoopback: true), timeout: 2, clientCapacity: 2, resolver: { _ in
-            [IPAddress("127.0.0.1")].compactMap { $0 }
-        })
+        // An idle timeout longer than the wait: only the shutdown can close the evicted client's connection.
+        let gate = AddressGate(
+            policy: AddressPolicy(allowLoopback: true), timeout: 2, clientCapacity: 2, idleTimeout: 60,
+            resolver: { _ in [IPAddress("127.0.0.1")].compactMap { $0 } })
         let held = try await gate.connection(for: URL(string: "http://held.test:\(upstream.port)/image/held")!)
         let heldClient = try #require(held.client)
         var mostRetiring = 0

@@ -312,11 +312,12 @@ private final class RouteHandler: ChannelInboundHandler, RemovableChannelHandler
     }
 
     private func finish(_ context: ChannelHandlerContext) {
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        // Counted out before the end is sent, so a client's next request never finds this one still open.
         if open {
             open = false
             recorder.end(clientClosed: false)
         }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 
     /// Announces the whole image, sends its first half, then closes.
