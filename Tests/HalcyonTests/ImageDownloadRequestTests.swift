@@ -34,10 +34,12 @@ import Testing
 
 /// The download path's shortcuts give the answers of the general code they skip.
 @Suite struct DownloadShortcutTests {
-    /// Whether `url` has an http(s) scheme (any case) and a non-empty host, asked through `URLComponents`.
+    /// Whether `url` has an http(s) scheme (any case), a non-empty host and a port, if any, that fits 16 bits,
+    /// asked through `URLComponents`.
     private func expectedFetchable(_ url: URL) -> Bool {
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
               let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        if let port = components.port, !(0...65535).contains(port) { return false }
         return !(components.host ?? "").isEmpty
     }
 
@@ -48,6 +50,7 @@ import Testing
             "http://[::1]:8080/a", "http://h%41st/a", "http://:80/x", "http:///x", "http:/x", "http:x",
             "ftp://example.com/a", "file:///tmp/a.png", "https://example.com#frag", "http://a.b.c.d/?#", "http://user@/x",
             "http://[::1]/", "http://%20/x",
+            "http://a:65535/x", "http://a:65536/x", "http://a:99999/x", "HTTP://a:70000/x", "http://[::1]:65536/x",
         ]
         var shortcuts = 0
         for text in texts {
@@ -60,7 +63,7 @@ import Testing
             }
         }
         // The usual URLs take the shortcut; the unusual ones go to the general check.
-        #expect(shortcuts == 6)
+        #expect(shortcuts == 7)
         let relative = try #require(URL(string: "/b.png", relativeTo: URL(string: "https://example.com/a/")))
         #expect(ImageDownloader.isFetchable(relative))
     }

@@ -102,6 +102,26 @@ extension ImageDownloaderTests {
         }
     }
 
+    /// A port that does not fit 16 bits is an invalid URL, as a source or as a redirect's target: the HTTP
+    /// client stopped the whole process on one.
+    @Test func portOutOfRangeIsAnInvalidURL() async throws {
+        try await withServer { server, downloader in
+            for text in ["http://127.0.0.1:99999/x.png", "http://127.0.0.1:65536/x.png", "HTTP://127.0.0.1:70000/x.png"] {
+                let error = await failure(downloader, try #require(URL(string: text)))
+                guard case .requestError(.invalidURL) = error else {
+                    Issue.record("\(text): expected invalidURL, got \(String(describing: error))")
+                    continue
+                }
+            }
+            let location = "http://127.0.0.1:99999/x.png".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let error = await failure(downloader, server.url("/redirect-to?location=\(location)"))
+            guard case .requestError(.invalidRedirect) = error else {
+                Issue.record("expected invalidRedirect, got \(String(describing: error))")
+                return
+            }
+        }
+    }
+
     // MARK: - Request modifiers, headers and credentials
 
     @Test func requestModifierReturningNilIsAnEmptyRequest() async throws {

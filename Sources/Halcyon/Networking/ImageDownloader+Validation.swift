@@ -1,18 +1,22 @@
 import Foundation
 
 extension ImageDownloader {
-    /// Whether `url` is an http or https URL with a host.
+    /// Whether `url` is an http or https URL with a host, and a port, if any, from 0 to 65535.
+    ///
+    /// `URL` parses a port of any size; the HTTP client stops the process on one that does not fit 16 bits, so
+    /// such a URL (a source, a redirect's target) is refused here as invalid.
     static func isFetchable(_ url: URL) -> Bool {
         if hasPlainHost(url.absoluteString) { return true }
         // The lowercase spellings, by far the usual ones, are checked without making a lowercased copy.
         guard let scheme = url.scheme,
               scheme == "http" || scheme == "https" || ["http", "https"].contains(scheme.lowercased()) else { return false }
+        if let port = url.port, !(0...65535).contains(port) { return false }
         return !(url.host ?? "").isEmpty
     }
 
     /// Whether `text` is `http://` or `https://` and an authority without user info, brackets or escapes whose part
-    /// before any `:port` (then the host) is not empty: the usual URL, checked without asking `URL` to parse its
-    /// parts. False means "look closer".
+    /// before any `:port` (then the host) is not empty and whose port, if any, is digits worth at most 65535: the
+    /// usual URL, checked without asking `URL` to parse its parts. False means "look closer".
     static func hasPlainHost(_ text: String) -> Bool {
         var rest = Substring(text).utf8
         if rest.starts(with: "https://".utf8) {
@@ -23,13 +27,18 @@ extension ImageDownloader {
             return false
         }
         var hostLength = 0
-        var inPort = false
+        var port: Int?
         for byte in rest {
             switch byte {
             case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"): return hostLength > 0
             case UInt8(ascii: "@"), UInt8(ascii: "["), UInt8(ascii: "%"), UInt8(ascii: "\\"): return false
-            case UInt8(ascii: ":"): inPort = true
-            default: if !inPort { hostLength += 1 }
+            case UInt8(ascii: ":") where port == nil: port = 0
+            case UInt8(ascii: "0")...UInt8(ascii: "9") where port != nil:
+                port = (port ?? 0) * 10 + Int(byte - UInt8(ascii: "0"))
+                if (port ?? 0) > 65535 { return false }
+            default:
+                if port != nil { return false }
+                hostLength += 1
             }
         }
         return hostLength > 0

@@ -35,6 +35,21 @@ struct ServerSSRFTests {
         await fixture.stop()
     }
 
+    @Test("A source with a port past 65535 is a 400, a redirect to one a 502, and the server goes on serving")
+    func portOutOfRange() async throws {
+        let fixture = try await ServerFixture.start { $0.allowLoopback = true }
+        defer { Task { await fixture.stop() } }
+        for source in ["http://127.0.0.1:99999/image/p", "http://localhost:65536/image/p"] {
+            let reply = try await fixture.get(fixture.signedPath("w:10", source: source))
+            #expect(reply.status == 400 && reply.errorCode == "invalid_source", "\(source): \(reply.status)")
+        }
+        let target = "http://127.0.0.1:70000/x".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        let redirected = try await fixture.get(fixture.signedPath("w:10", source: fixture.source("/redirect-to?location=\(target)")))
+        #expect(redirected.status == 502 && redirected.errorCode == "source_bad_redirect", "\(redirected.status)")
+        #expect(try await fixture.get(fixture.signedPath("w:10", source: fixture.source("/image/after"))).status == 200)
+        await fixture.stop()
+    }
+
     @Test("A redirect to a refused address is refused at that hop")
     func redirectHop() async throws {
         let fixture = try await ServerFixture.start { $0.allowLoopback = true }
