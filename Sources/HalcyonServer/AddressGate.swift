@@ -180,6 +180,7 @@ public final class AddressGate: ImageDownloaderConnectionGate {
             connectionPool: pool,
             decompression: .enabled(limit: .ratio(200)))
         configuration.dnsOverride = [host: address.description]
+        configuration.guardResponseStatus()
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 }

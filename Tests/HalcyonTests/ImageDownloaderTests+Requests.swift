@@ -122,6 +122,29 @@ extension ImageDownloaderTests {
         }
     }
 
+    /// A status code below 100 is an invalid status, not a crash: AsyncHTTPClient skipped it as informational and
+    /// then stopped the process on its body or end.
+    @Test(arguments: [
+        "HTTP/1.1 099 X\r\nContent-Length: 5\r\n\r\nhello",
+        "HTTP/1.1 000 X\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 099 X\r\nConnection: close\r\n\r\n",
+    ])
+    func statusBelow100IsAnInvalidStatus(_ response: String) async throws {
+        let origin = try await RawHTTPOrigin.start(response: response)
+        let downloader = ImageDownloader(name: "raw-status")
+        downloader.downloadTimeout = 5
+        let error = await failure(downloader, origin.url("/x.png"))
+        guard case .responseError(.invalidHTTPStatusCode(_, let code)) = error else {
+            Issue.record("expected invalidHTTPStatusCode, got \(String(describing: error))")
+            await downloader.shutdown()
+            await origin.shutdown()
+            return
+        }
+        #expect(code < 100)
+        await downloader.shutdown()
+        await origin.shutdown()
+    }
+
     // MARK: - Request modifiers, headers and credentials
 
     @Test func requestModifierReturningNilIsAnEmptyRequest() async throws {

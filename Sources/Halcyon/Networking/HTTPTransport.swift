@@ -306,6 +306,9 @@ struct HTTPTransport: Sendable {
     /// Turns a transport error into a ``HalcyonError`` with the URL and the cause.
     static func map(_ error: any Error, url: URL, timeout: TimeInterval) -> HalcyonError {
         if error is CancellationError { return .requestError(reason: .taskCancelled(task: nil, token: nil)) }
+        if let error = error as? InvalidResponseStatus {
+            return .responseError(reason: .invalidHTTPStatusCode(url: url, statusCode: error.code))
+        }
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled:

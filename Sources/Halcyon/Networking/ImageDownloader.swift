@@ -488,11 +488,12 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
         var pool = HTTPClient.Configuration.ConnectionPool(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: poolSize)
         pool.retryConnectionEstablishment = false
-        let configuration = HTTPClient.Configuration(
+        var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(30)),
             connectionPool: pool,
             decompression: .enabled(limit: .ratio(200)))
+        configuration.guardResponseStatus()
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 

@@ -166,6 +166,28 @@ struct ServerGateTests {
         await upstream.shutdown()
     }
 
+    @Test("A pinned client refuses a status below 100 like the downloader's own, instead of stopping the process")
+    func pinnedClientGuardsStatus() async throws {
+        let origin = try await RawHTTPOrigin.start(response: "HTTP/1.1 099 X\r\nContent-Length: 5\r\n\r\nhello")
+        let gate = AddressGate(policy: AddressPolicy(allowLoopback: true), timeout: 2, resolver: { _ in
+            [IPAddress("127.0.0.1")].compactMap { $0 }
+        })
+        let downloader = downloader(gate)
+        do {
+            _ = try await downloader.downloadData(with: URL(string: "http://raw.test:\(origin.port)/x.png")!)
+            Issue.record("a status of 99 was accepted")
+        } catch {
+            guard case .responseError(.invalidHTTPStatusCode(_, 99)) = error else {
+                Issue.record("expected invalidHTTPStatusCode 99, got \(error)")
+                return
+            }
+        }
+        #expect(gate.cachedClientCount == 1, "the hop went through a pinned client")
+        await downloader.shutdown()
+        await gate.shutdown()
+        await origin.shutdown()
+    }
+
     @Test("The server's 403 for a refused address does not echo the resolved address")
     func serverRefusalIsGeneric() async throws {
         let fixture = try await ServerFixture.start { $0.allowLoopback = false }

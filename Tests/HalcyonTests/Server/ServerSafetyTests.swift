@@ -50,6 +50,18 @@ struct ServerSSRFTests {
         await fixture.stop()
     }
 
+    @Test("An origin's status below 100 is a 502, and the server goes on serving")
+    func originStatusBelow100() async throws {
+        let origin = try await RawHTTPOrigin.start(response: "HTTP/1.1 099 X\r\nContent-Length: 5\r\n\r\nhello")
+        let fixture = try await ServerFixture.start { $0.allowLoopback = true }
+        defer { Task { await fixture.stop() } }
+        let reply = try await fixture.get(fixture.signedPath("w:10", source: origin.url("/x.png").absoluteString))
+        #expect(reply.status == 502 && reply.errorCode == "source_bad_status", "\(reply.status) \(reply.errorCode ?? "")")
+        #expect(try await fixture.get(fixture.signedPath("w:10", source: fixture.source("/image/after"))).status == 200)
+        await fixture.stop()
+        await origin.shutdown()
+    }
+
     @Test("A redirect to a refused address is refused at that hop")
     func redirectHop() async throws {
         let fixture = try await ServerFixture.start { $0.allowLoopback = true }
