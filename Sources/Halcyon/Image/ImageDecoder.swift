@@ -113,7 +113,8 @@ public enum ImageDecoder {
         let format = ImageFormat(sniffing: data)
         guard format != .unknown else { throw .processorError(reason: .unsupportedFormat(.unknown)) }
         try VipsRuntime.ensureStarted()
-        let buffer = EncodedBuffer(copying: data)
+        // A PNG's compressed text past the limits would be inflated, unbounded, with the header.
+        let buffer = EncodedBuffer(copying: format == .png ? PNGCompressedText.capped(data) ?? data : data)
         let allFrames = !options.onlyFirstFrame && format.supportsAnimation
         let header = try load(buffer, format: format, allFrames: allFrames, strictness: options.strictness)
         let frameHeight = allFrames ? header.pageHeight : header.height

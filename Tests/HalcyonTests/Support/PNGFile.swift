@@ -96,6 +96,37 @@ enum PNGFile {
     }
 
     /// A zlib stream of stored (uncompressed) deflate blocks, with its Adler-32.
+    /// A zlib stream of `1 + 258 × runs` zero bytes in fixed-Huffman deflate: a literal 0, then `runs` copies of
+    /// "258 bytes from 1 back" at 13 bits each (about 1:160), the way a decompression bomb is made.
+    static func zlibZeros(runs: Int) -> [UInt8] {
+        var out: [UInt8] = [0x78, 0x01]
+        var (bits, count) = (UInt64(0), 0)
+        func put(_ value: UInt64, _ width: Int) {
+            bits |= value << UInt64(count)
+            count += width
+            while count >= 8 {
+                out.append(UInt8(truncatingIfNeeded: bits))
+                bits >>= 8
+                count -= 8
+            }
+        }
+        // Huffman codes go most significant bit first into the least-significant-first bit stream.
+        func code(_ value: UInt64, _ width: Int) {
+            put((0..<width).reduce(0) { $0 << 1 | (value >> UInt64($1) & 1) }, width)
+        }
+        put(1, 1)  // final block
+        put(1, 2)  // fixed Huffman codes
+        code(0x30, 8)  // literal 0
+        for _ in 0..<runs {
+            code(0xC5, 8)  // length 258 (symbol 285)
+            code(0, 5)  // distance 1
+        }
+        code(0, 7)  // end of block (symbol 256)
+        if count > 0 { put(0, 8 - count) }
+        let total = 1 + 258 * runs
+        return out + be32((total % 65521) << 16 | 1)  // Adler-32 of zeros
+    }
+
     static func zlibStored(_ raw: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x78, 0x01]
         var offset = 0
