@@ -119,6 +119,18 @@ extension ImageDownloaderTests {
                 Issue.record("expected invalidRedirect, got \(String(describing: error))")
                 return
             }
+            // A redirect handler's rewrite is checked too.
+            var options = DownloadOptions()
+            options.redirectHandler = AnyRedirectHandler { _, _, request in
+                var request = request
+                request.url = URL(string: "http://127.0.0.1:70000/x.png") ?? request.url
+                return request
+            }
+            let rewritten = await failure(downloader, server.url("/redirect/1"), options: options)
+            guard case .requestError(.invalidRedirect) = rewritten else {
+                Issue.record("expected invalidRedirect for the handler's URL, got \(String(describing: rewritten))")
+                return
+            }
         }
     }
 

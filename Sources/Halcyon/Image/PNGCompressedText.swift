@@ -38,7 +38,7 @@ enum PNGCompressedText {
         while offset + 12 <= bytes.count {
             let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
             let end = offset + 12 + length
-            guard length <= Int(Int32.max), end <= bytes.count else { break }
+            guard length >= 0, length <= Int(Int32.max), end <= bytes.count else { break }
             let type = (bytes[offset + 4], bytes[offset + 5], bytes[offset + 6], bytes[offset + 7])
             if type == (0x49, 0x45, 0x4E, 0x44) { break }  // IEND
             if isCompressedText(type, body: bytes[offset + 8..<offset + 8 + length]) {

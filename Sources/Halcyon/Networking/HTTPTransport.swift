@@ -152,6 +152,10 @@ struct HTTPTransport: Sendable {
             guard let handled = await handler.handleHTTPRedirection(for: task, response: head, newRequest: next) else {
                 throw HalcyonError.requestError(reason: .redirectBlocked(url: request.url, location: target))
             }
+            // What the handler made is checked like the redirect's own target.
+            guard ImageDownloader.isFetchable(handled.url) else {
+                throw HalcyonError.requestError(reason: .invalidRedirect(url: request.url, location: handled.url.absoluteString))
+            }
             next = handled
         }
         return next

@@ -11,7 +11,19 @@ extension ImageDownloader {
         guard let scheme = url.scheme,
               scheme == "http" || scheme == "https" || ["http", "https"].contains(scheme.lowercased()) else { return false }
         if let port = url.port, !(0...65535).contains(port) { return false }
+        // A port too long for `URL` to read reads as none, which would send the request to the default port.
+        if url.port == nil, hasPortText(url.absoluteString) { return false }
         return !(url.host ?? "").isEmpty
+    }
+
+    /// Whether the authority of `text` (`scheme://authority/...`) ends in `:` and at least one more character.
+    static func hasPortText(_ text: String) -> Bool {
+        guard let start = text.range(of: "://")?.upperBound else { return false }
+        let authority = text[start...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let hostAndPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? authority[...]
+        let afterBracket = hostAndPort.lastIndex(of: "]").map { hostAndPort[hostAndPort.index(after: $0)...] } ?? hostAndPort
+        guard let colon = afterBracket.lastIndex(of: ":") else { return false }
+        return afterBracket.index(after: colon) < afterBracket.endIndex
     }
 
     /// Whether `text` is `http://` or `https://` and an authority without user info, brackets or escapes whose part

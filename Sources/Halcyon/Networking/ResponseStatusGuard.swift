@@ -10,7 +10,7 @@ import NIOHTTP1
 /// server that fetches from it. This handler sits between the response decoder and the client's own handler (added
 /// through the client's connection initializer hook, on the connection's event loop): it turns such a head into
 /// ``InvalidResponseStatus``, closes the connection and drops the rest of its input.
-final class ResponseStatusGuard: ChannelInboundHandler, RemovableChannelHandler {
+final class ResponseStatusGuard: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias InboundOut = HTTPClientResponsePart
 
@@ -45,10 +45,17 @@ struct InvalidResponseStatus: Error, Sendable {
 }
 
 extension HTTPClient.Configuration {
-    /// Puts a ``ResponseStatusGuard`` on every HTTP/1 connection the client opens, so an origin's invalid status
-    /// line is an error (`invalidHTTPStatusCode`) instead of stopping the process. Every client that fetches
-    /// sources needs it: the downloader's own, and those a connection gate hands out.
+    /// Puts a ``ResponseStatusGuard`` on every connection the client opens, so an origin's invalid status line is
+    /// an error (`invalidHTTPStatusCode`) instead of stopping the process; an HTTP/1 initializer already set runs
+    /// after it. Every client that fetches sources needs it: the downloader's own, and those a gate hands out.
+    ///
+    /// Also limits the client to HTTP/1.1: over HTTP/2 the same status (`:status: 099`) reaches the same trap,
+    /// and the guard is not placed on HTTP/2 streams.
     public mutating func guardResponseStatus() {
-        http1_1ConnectionDebugInitializer = ResponseStatusGuard.install(on:)
+        let previous = http1_1ConnectionDebugInitializer
+        http1_1ConnectionDebugInitializer = { channel in
+            ResponseStatusGuard.install(on: channel).flatMap { previous?(channel) ?? channel.eventLoop.makeSucceededVoidFuture() }
+        }
+        httpVersion = .http1Only
     }
 }
