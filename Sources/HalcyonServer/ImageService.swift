@@ -127,7 +127,7 @@ public final class ImageService: Sendable {
         if options.watermark != nil && watermark == nil {
             throw ServerError(status: 400, code: "invalid_option", message: "option \"wm\": this server has no watermark image (--watermark-path)")
         }
-        if let expires = options.expires, Self.hasExpired(expires) {
+        if let expires = options.expires, ResponseCache.isPast(expires, now: Date()) {
             throw ServerError(status: 404, code: "expired", message: "the URL expired at \(expires)")
         }
         let source = try resolve(parsed.source)
@@ -328,11 +328,6 @@ public final class ImageService: Sendable {
         // An expired URL's entry is not found (the cache drops it); the image handler refuses the URL.
         metrics.cache("response")
         return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch])
-    }
-
-    /// Whether an `exp:` time (Unix seconds) has passed.
-    static func hasExpired(_ expires: Int) -> Bool {
-        ResponseCache.isPast(expires, now: Date())
     }
 
     /// The response cache's key: the path as sent and the format its `Accept` header negotiates.

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Halcyon
 
 /// The gate's pinned clients, least recently used first; how many downloads use each; and the evicted ones still
 /// in use, each shut down when its last download ends, or by its backstop task after a grace period.
@@ -17,8 +18,7 @@ struct PinnedClients {
         var backstop: Task<Void, Never>?
     }
 
-    private var clients: [String: HTTPClient] = [:]
-    private var order: [String] = []
+    private var clients = LRUList<String, HTTPClient>()
     private var retiring: [ObjectIdentifier: Retiring] = [:]
     private var leases: [ObjectIdentifier: Int] = [:]
 
@@ -33,9 +33,8 @@ struct PinnedClients {
 
     /// The client under `key`, marked as just used and leased to one more download.
     mutating func use(_ key: String) -> HTTPClient? {
-        guard let client = clients[key] else { return nil }
-        if let index = order.firstIndex(of: key) { order.remove(at: index) }
-        order.append(key)
+        guard let slot = clients.slot(for: key), let client = clients.value(at: slot) else { return nil }
+        clients.touch(slot)
         leases[ObjectIdentifier(client), default: 0] += 1
         return client
     }
@@ -43,7 +42,7 @@ struct PinnedClients {
     /// Adds `client`, leased to one download; evicts the least recently used one to stay within `capacity`.
     mutating func insert(_ client: HTTPClient, for key: String, capacity: Int) -> Eviction? {
         var eviction: Eviction?
-        if clients.count >= capacity, !order.isEmpty, let evicted = clients.removeValue(forKey: order.removeFirst()) {
+        if clients.count >= capacity, let evicted = clients.removeOldest() {
             if leases[ObjectIdentifier(evicted)] == nil {
                 eviction = .idle(evicted)
             } else {
@@ -51,8 +50,7 @@ struct PinnedClients {
                 eviction = .busy(evicted)
             }
         }
-        clients[key] = client
-        order.append(key)
+        _ = clients.insert(client, for: key, cost: 0)
         leases[ObjectIdentifier(client), default: 0] += 1
         return eviction
     }
@@ -86,7 +84,8 @@ struct PinnedClients {
 
     /// Empties the cache; returns every client, cached or retiring, and the backstops to cancel.
     mutating func removeAll() -> (clients: [HTTPClient], backstops: [Task<Void, Never>]) {
-        defer { clients.removeAll(); order.removeAll(); retiring.removeAll(); leases.removeAll() }
-        return (Array(clients.values) + retiring.values.map(\.client), retiring.values.compactMap(\.backstop))
+        let cached = clients.removeAll { _ in true }
+        defer { retiring.removeAll(); leases.removeAll() }
+        return (cached + retiring.values.map(\.client), retiring.values.compactMap(\.backstop))
     }
 }
