@@ -106,7 +106,7 @@ struct HTTPTransport: Sendable {
                 hopClient = connection.client ?? client
                 request.url = connection.url
             }
-            let response = try await hopClient.execute(wireRequest(for: request), deadline: .now() + .hours(24))
+            let response = try await send(wireRequest(for: request), on: hopClient, activity: activity)
             activity.touch()
             let head = Self.head(of: response, url: request.url)
 
@@ -130,6 +130,36 @@ struct HTTPTransport: Sendable {
                         receivedBytes: received, resumedBytes: resumed, expectedBytes: head.expectedContentLength)
                 })
         }
+    }
+
+    /// Sends one hop's request and waits for the head of its answer.
+    ///
+    /// An idempotent request whose connection closed before any of an answer arrived is sent once more: a pooled
+    /// keep-alive connection the origin closed just as it was reused (common after a redirect without
+    /// `Connection: close`). The pool does not hand out the closed connection again.
+    private func send(_ wire: HTTPClientRequest, on client: HTTPClient, activity: IdleMonitor.Watch) async throws -> HTTPClientResponse {
+        do {
+            return try await client.execute(wire, deadline: .now() + .hours(24))
+        } catch where Self.closedBeforeAnswer(error) && Self.isIdempotent(wire.method) && !Task.isCancelled {
+            activity.touch()
+            return try await client.execute(wire, deadline: .now() + .hours(24))
+        }
+    }
+
+    /// Methods a client may send again after a failure (RFC 9110, 9.2.2).
+    private static func isIdempotent(_ method: HTTPMethod) -> Bool {
+        switch method {
+        case .GET, .HEAD, .OPTIONS, .TRACE, .PUT, .DELETE: true
+        default: false
+        }
+    }
+
+    /// Whether `error` says the connection closed under a request before an answer's head arrived.
+    private static func closedBeforeAnswer(_ error: any Error) -> Bool {
+        if let error = error as? HTTPClientError { return error == .remoteConnectionClosed }
+        if let error = error as? ChannelError { return error == .ioOnClosedChannel || error == .eof }
+        if let error = error as? IOError { return error.errnoCode == ECONNRESET || error.errnoCode == EPIPE }
+        return false
     }
 
     /// The request for a redirect to `location`: checked, the redirect's body drained, `See Other` turned into a
