@@ -2,11 +2,13 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTPTypesHTTP1
 
 /// Hummingbird's HTTP/1 channel with a ``CachedResponseHandler`` between its
 /// connection-state handler and its async request loop, so response cache
 /// hits are answered on the event loop and still count for the idle timeout
-/// and graceful shutdown.
+/// and graceful shutdown, and a ``KeepAliveHandler`` before the conversion to
+/// HTTP types, so HTTP/1.0 and `Connection: close` end the connection.
 struct CachedResponseChannel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -27,6 +29,8 @@ struct CachedResponseChannel: ServerChildChannel {
             let pipeline = channel.pipeline.syncOperations
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
             try pipeline.addHandler(makeHandler(), position: .after(state))
+            let codec = try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)
+            try pipeline.addHandler(KeepAliveHandler(), position: .before(codec))
             return value
         }
     }

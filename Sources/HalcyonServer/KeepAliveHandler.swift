@@ -1,0 +1,73 @@
+import NIOCore
+import NIOHTTP1
+
+/// Applies HTTP/1's rules for keeping a connection open, which Hummingbird's
+/// request loop leaves out: it closes only after a request whose
+/// `Connection` is exactly `close`, so an HTTP/1.0 request without
+/// `keep-alive`, or `Connection: Close`, was answered as HTTP/1.1 and then
+/// held open until the idle timeout.
+///
+/// Sits between NIO's HTTP/1 pipeline handler and the conversion to HTTP
+/// types, where the request's version is still known. A request that does
+/// not keep the connection (NIO's `isKeepAlive`) reaches Hummingbird with
+/// `Connection: close`, so the loop ends after its answer, and the answer
+/// says `Connection: close`. An HTTP/1.0 request is answered as HTTP/1.0,
+/// so the encoder never uses chunked framing it cannot read; one that asked
+/// for `keep-alive` is told `keep-alive` when its answer has a length, and
+/// otherwise the answer ends with the connection's output.
+final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// What an unanswered request asked for, oldest first (answers come in request order).
+    private var waiting = CircularBuffer<(version: HTTPVersion, keepAlive: Bool)>()
+    /// The answer being written ends with the connection's output.
+    private var closeAfterAnswer = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(var head) = unwrapInboundIn(data) else {
+            context.fireChannelRead(data)
+            return
+        }
+        let keepAlive = head.isKeepAlive
+        waiting.append((head.version, keepAlive))
+        if !keepAlive { head.headers.replaceOrAdd(name: "connection", value: "close") }
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(var head):
+            // An answer no request head reached (a parse error's 400) goes out as it is.
+            guard head.status.code >= 200, let request = waiting.popFirst() else {
+                context.write(data, promise: promise)
+                return
+            }
+            closeAfterAnswer = !(request.keepAlive && head.isKeepAlive)
+            if request.version == .http1_0 {
+                head.version = .http1_0
+                // An HTTP/1.0 body without a length ends where the connection does.
+                if !head.headers.contains(name: "content-length") { closeAfterAnswer = true }
+                head.headers.replaceOrAdd(name: "connection", value: closeAfterAnswer ? "close" : "keep-alive")
+            } else if closeAfterAnswer {
+                head.headers.replaceOrAdd(name: "connection", value: "close")
+            }
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            guard closeAfterAnswer else {
+                context.write(data, promise: promise)
+                return
+            }
+            closeAfterAnswer = false
+            let written = promise ?? context.eventLoop.makePromise()
+            context.writeAndFlush(data, promise: written)
+            // Output only: the client still reads the answer; Hummingbird ends the connection when its input ends.
+            let channel = context.channel
+            written.futureResult.whenComplete { _ in channel.close(mode: .output, promise: nil) }
+        }
+    }
+}
