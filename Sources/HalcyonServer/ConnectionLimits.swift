@@ -9,13 +9,26 @@ import NIOHTTPTypes
 /// (Hummingbird keeps half-closed connections open, so a request learns of a
 /// gone client only through ``clientHungUp(_:)``). Idle keep-alive
 /// connections are closed by Hummingbird's own idle timeout.
+///
+/// At the cap, as nginx does, a new connection takes the place of the
+/// connection that has waited longest for a request head (a new or idle
+/// keep-alive connection, or one trickling its head), which is closed; only
+/// when every connection is busy with a request is the new one closed. So
+/// silent sockets cannot keep real clients out. One lock guards the counts.
 public final class ConnectionLimits: Sendable {
     /// Most connections open at once.
     public let maxConnections: Int
     /// Time a client has to send a whole request head, from the connection's
     /// start or the end of the previous response.
     public let headerTimeout: TimeAmount
-    private let open = Locked(0)
+    private struct State {
+        var open = 0
+        /// Counted connections waiting for a request head, the longest-waiting oldest.
+        var waiting = LRUList<ObjectIdentifier, any Channel>()
+        /// Connections closed to make room, whose place went to the connection that displaced them.
+        var displaced = Set<ObjectIdentifier>()
+    }
+    private let state = Locked(State())
     private let hungUp = Locked<Set<ObjectIdentifier>>([])
 
     /// Makes the limits.
@@ -25,7 +38,7 @@ public final class ConnectionLimits: Sendable {
     }
 
     /// Connections open now.
-    public var openConnections: Int { open.withLock { $0 } }
+    public var openConnections: Int { state.withLock { $0.open } }
 
     /// The handlers for one new connection.
     func handlers() -> [any RemovableChannelHandler] {
@@ -41,37 +54,79 @@ public final class ConnectionLimits: Sendable {
         _ = hungUp.withLock { set in value ? set.insert(ObjectIdentifier(channel)).inserted : set.remove(ObjectIdentifier(channel)) != nil }
     }
 
-    /// Counts a connection in; false (not counted) when the cap is reached.
-    fileprivate func enter() -> Bool {
-        open.withLock { open -> Bool in
-            guard open < maxConnections else { return false }
-            open += 1
-            return true
+    /// Counts `channel` in, waiting for its first request head; false (not counted) when the cap is reached and
+    /// every connection is busy. At the cap, the connection waiting longest for a head is closed and `channel`
+    /// takes its place.
+    fileprivate func enter(_ channel: any Channel) -> Bool {
+        let (entered, displaced) = state.withLock { state -> (Bool, (any Channel)?) in
+            var displaced: (any Channel)?
+            if state.open < maxConnections {
+                state.open += 1
+            } else if let oldest = state.waiting.removeOldest() {
+                state.displaced.insert(ObjectIdentifier(oldest))
+                displaced = oldest
+            } else {
+                return (false, nil)
+            }
+            _ = state.waiting.insert(channel, for: ObjectIdentifier(channel), cost: 0)
+            return (true, displaced)
+        }
+        displaced?.close(promise: nil)
+        return entered
+    }
+
+    /// Records whether counted `channel` waits for a request head (it may then be displaced).
+    fileprivate func setWaiting(_ channel: any Channel, _ waiting: Bool) {
+        let key = ObjectIdentifier(channel)
+        state.withLock { state in
+            guard !state.displaced.contains(key) else { return }
+            if waiting {
+                if state.waiting.slot(for: key) == nil { _ = state.waiting.insert(channel, for: key, cost: 0) }
+            } else {
+                _ = state.waiting.removeValue(forKey: key)
+            }
         }
     }
 
-    fileprivate func leave() {
-        open.withLock { $0 -= 1 }
+    /// Counts counted `channel` out, unless it was displaced (its place went on to another connection).
+    fileprivate func leave(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        state.withLock { state in
+            _ = state.waiting.removeValue(forKey: key)
+            if state.displaced.remove(key) == nil { state.open -= 1 }
+        }
     }
 }
 
-/// Closes a connection at once when the cap is reached; counts it out when it closes.
-final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler {
+/// Counts a connection in, or closes it at once when the cap is reached and no connection can make room; tells
+/// the limits while the connection waits for a request head; counts it out when it closes.
+final class ConnectionCapHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
     private let limits: ConnectionLimits
     private var counted = false
 
     init(limits: ConnectionLimits) { self.limits = limits }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        counted = limits.enter()
+        counted = limits.enter(context.channel)
         if !counted { context.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if counted, case .head = unwrapInboundIn(data) { limits.setWaiting(context.channel, false) }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if counted, case .end = unwrapOutboundIn(data) { limits.setWaiting(context.channel, true) }
+        context.write(data, promise: promise)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         if counted {
             counted = false
-            limits.leave()
+            limits.leave(context.channel)
         }
     }
 }

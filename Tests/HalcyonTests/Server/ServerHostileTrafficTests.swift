@@ -151,10 +151,10 @@ struct ServerHostileTrafficTests {
         await fixture.stop()
     }
 
-    @Test("idle and slow-header connections are closed after the header timeout; past the cap connections close at once")
+    @Test("idle and slow-header connections are closed after the header timeout; past the cap, a new connection displaces the one waiting longest for a head")
     func connectionLimits() async throws {
         let fixture = try await ServerFixture.start { config in
-            config.headerTimeout = 0.5
+            config.headerTimeout = 1.5
             config.idleTimeout = 30
             config.maxConnections = 3
         }
@@ -171,17 +171,47 @@ struct ServerHostileTrafficTests {
         slow.send("GET /health HTTP/1.1\r\n")
         let capped = try await open(3)
         let extra = try #require(RawSocket(port: fixture.port))
-        #expect(extra.closedByPeer(within: 1), "a connection past the cap stays open")
+        // Well before the header timeout.
+        #expect(idle.closedByPeer(within: 1), "the connection waiting longest kept its place past the cap")
+        #expect(!extra.closedByPeer(within: 0.1), "the connection past the cap was closed though one was idle")
         #expect(!capped.closedByPeer(within: 0.1), "a connection under the cap was closed")
+        #expect(connections.openConnections == 3)
         slow.send("X-Slow: 1\r\n")
-        #expect(idle.closedByPeer(within: 2), "an idle connection was not closed")
-        #expect(slow.closedByPeer(within: 2), "a connection trickling its header was not closed")
+        #expect(slow.closedByPeer(within: 3), "a connection trickling its header was not closed")
+        #expect(extra.closedByPeer(within: 3), "an idle connection was not closed")
         // Slots are given back: a new client gets answers.
         capped.hangUp()
         try await Task.sleep(for: .milliseconds(100))
         #expect(connections.openConnections == 0)
         let health = try await fixture.get("/health")
         #expect(health.status == 200)
+        await fixture.stop()
+    }
+
+    @Test("past the cap, with every connection busy answering, a new connection is closed at once")
+    func connectionCapWhenBusy() async throws {
+        let fixture = try await ServerFixture.start { config in
+            config.maxConnections = 2
+            config.idleTimeout = 30
+        }
+        defer { Task { await fixture.stop() } }
+        let connections = fixture.server.service.connections
+        var busy: [RawSocket] = []
+        for index in 0..<2 {
+            let socket = try #require(RawSocket(port: fixture.port))
+            let path = fixture.signedPath("w:10", source: fixture.source("/delayed/\(index)?delay=2000"))
+            socket.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            busy.append(socket)
+        }
+        for _ in 0..<200 where connections.openConnections < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(200))
+        let extra = try #require(RawSocket(port: fixture.port))
+        #expect(extra.closedByPeer(within: 1), "a connection past the cap stayed open while every connection was busy")
+        for socket in busy {
+            let data = await offThePool { socket.receive(timeout: 5) { ServerCachedHitTests.responses($0).count >= 1 } }
+            #expect(ServerCachedHitTests.responses(data).first?.status == 200, "a busy connection was displaced")
+            socket.hangUp()
+        }
         await fixture.stop()
     }
 
