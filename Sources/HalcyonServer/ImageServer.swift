@@ -145,6 +145,7 @@ public final class ImageServer: Service {
         let log = RequestLogMiddleware(logger: logger, metrics: service.metrics, negativeCacheTTL: configuration.negativeCacheTTL)
         router.add(middleware: log)
         if configuration.traceEndpoint != nil { router.add(middleware: RequestTracingMiddleware()) }
+        router.add(middleware: MethodGuardMiddleware())
         router.get("/health") { _, context in
             context.record.route = "health"
             return try await service.healthResponse()
@@ -156,20 +157,14 @@ public final class ImageServer: Service {
             .add(middleware: SignatureMiddleware(signer: service.signer))
         images.get("**") { request, context in try await service.image(request, context: context) }
         images.head("**") { request, context in try await service.image(request, context: context) }
-        for method in [HTTPRequest.Method.post, .put, .delete, .patch] {
-            router.on("**", method: method) { _, context -> Response in
-                context.record.route = "image"
-                throw ServerError(status: 405, code: "method_not_allowed", message: "only GET and HEAD are served")
-            }
-        }
         let connections = service.connections
         let http = HTTP1Channel.Configuration(
             additionalChannelHandlers: connections.handlers(),
             idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
         // Response cache hits are answered on the event loop, unless each request must be a trace span.
-        let server: HTTPServerBuilder = configuration.traceEndpoint == nil
-            ? CachedResponseChannel.builder(configuration: http) { CachedResponseHandler(service: service, log: log) }
-            : .http1(configuration: http)
+        var cachedHits: (@Sendable () -> CachedResponseHandler)?
+        if configuration.traceEndpoint == nil { cachedHits = { CachedResponseHandler(service: service, log: log) } }
+        let server = ServerHTTP1Channel.builder(configuration: http, makeCachedResponseHandler: cachedHits)
         return Application(
             router: router,
             server: server,

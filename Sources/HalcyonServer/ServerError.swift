@@ -18,13 +18,16 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
     public let message: String
     /// Seconds for `Retry-After` (429 and 503 answers), nil for none.
     public var retryAfter: Int?
+    /// The methods for `Allow` (405 answers), nil for none.
+    public var allow: String?
 
     /// Makes an error.
-    public init(status: Int, code: String, message: String, retryAfter: Int? = nil) {
+    public init(status: Int, code: String, message: String, retryAfter: Int? = nil, allow: String? = nil) {
         self.statusCode = status
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.allow = allow
     }
 
     /// The HTTP status.
@@ -42,6 +45,7 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
         headers[.xContentTypeOptions] = "nosniff"
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
+        if let allow { headers[.allow] = allow }
         let body = self.body
         headers[.contentLength] = String(body.count)
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
@@ -116,7 +120,7 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
             return ServerError(status: 422, code: "source_too_many_pixels",
                                message: "source of \(width)x\(height)\(frameText) exceeds \(limit) pixels")
         case .tooManyFrames(let count, let limit):
-            return ServerError(status: 422, code: "source_too_many_frames", message: "source of \(count) frames exceeds \(limit) frames")
+            return ServerError(status: 422, code: "source_too_many_frames", message: "source of \(HalcyonError.ProcessorErrorReason.framesText(count)) frames exceeds \(limit) frames")
         case .emptyData, .unsupportedFormat:
             return ServerError(status: 422, code: "unsupported_image", message: "the source is not an image this server reads")
         case .corruptData:

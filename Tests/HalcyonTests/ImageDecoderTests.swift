@@ -221,4 +221,18 @@ struct ImageDecoderTests {
         let firstOnly = try ImageDecoder.decode(data, options: ImageDecodingOptions(onlyFirstFrame: true, maxFrameCount: 1))
         #expect(firstOnly.frameCount == 1)
     }
+
+    @Test("libvips counts 4097 frames for any longer animation: the message says more than 4096, not 4097")
+    func framesPastLibvipsCount() throws {
+        let data = try TestImages.animation(frames: 5000, width: 2, height: 2).encoded(as: .gif)
+        do {
+            _ = try ImageDecoder.decode(data, options: ImageDecodingOptions(maxFrameCount: 1000))
+            Issue.record("decoded past the frame limit")
+        } catch {
+            guard case .tooManyFrames(let count, 1000) = processorReason(error) else { Issue.record("got \(error)"); return }
+            #expect(count > 4096)
+            #expect("\(error)".contains("more than 4096 frames"), "\(error)")
+            #expect(!"\(error)".contains("\(count)"))
+        }
+    }
 }

@@ -157,6 +157,49 @@ extension ImageDownloaderTests {
         await origin.shutdown()
     }
 
+    /// A redirect status without a `Location` is an invalid status (it was taken as the image, and the server
+    /// answered 422 `unsupported_image` or `source_empty`).
+    @Test(arguments: [
+        "HTTP/1.1 301 Moved Permanently\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 302 Found\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r\n<p>moved</p>\n",
+    ])
+    func redirectWithoutLocationIsAnInvalidStatus(_ response: String) async throws {
+        let origin = try await RawHTTPOrigin.start(response: response)
+        let downloader = ImageDownloader(name: "no-location")
+        downloader.downloadTimeout = 5
+        let error = await failure(downloader, origin.url("/moved.png"))
+        guard case .responseError(.invalidHTTPStatusCode(_, let code)) = error else {
+            Issue.record("expected invalidHTTPStatusCode, got \(String(describing: error))")
+            await downloader.shutdown()
+            await origin.shutdown()
+            return
+        }
+        #expect(code == 301 || code == 302)
+        await downloader.shutdown()
+        await origin.shutdown()
+    }
+
+    /// A compressed body inflating more than 200 times (a decompression bomb: 5 KB of deflate to 5 MB of zeros) is
+    /// too large, not a network error (it was `networkError`, which the server answered 502 `source_failed`).
+    @Test func decompressionBombIsTooLarge() async throws {
+        let bomb = Data(PNGFile.zlibZerosDense(runs: 20_000))
+        let origin = try await RawHTTPOrigin.start { _, _ in
+            RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Encoding: deflate", body: bomb)
+        }
+        let downloader = ImageDownloader(name: "bomb")
+        downloader.downloadTimeout = 5
+        let error = await failure(downloader, origin.url("/bomb.png"))
+        guard case .responseError(.tooLarge(_, _, let received)) = error else {
+            Issue.record("expected tooLarge, got \(String(describing: error))")
+            await downloader.shutdown()
+            await origin.shutdown()
+            return
+        }
+        #expect(received < 258 * 20_000)
+        await downloader.shutdown()
+        await origin.shutdown()
+    }
+
     // MARK: - Request modifiers, headers and credentials
 
     @Test func requestModifierReturningNilIsAnEmptyRequest() async throws {

@@ -102,7 +102,8 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case corruptData(format: ImageFormat, message: String)
         /// The image has more pixels than the decoding limit allows.
         case tooManyPixels(width: Int, height: Int, frames: Int, limit: Int)
-        /// The animation has more frames than the decoding limit allows.
+        /// The animation has more frames than the decoding limit allows. `count` is the frames libvips counted,
+        /// which stops past 4096 (see ``framesText(_:)``).
         case tooManyFrames(count: Int, limit: Int)
         /// Encoding to the format failed, or this libvips cannot write it.
         case encodeFailed(format: ImageFormat, message: String)
@@ -165,7 +166,7 @@ extension HalcyonError.ProcessorErrorReason: CustomStringConvertible {
             let frameText = frames > 1 ? " x \(frames) frames" : ""
             return "image of \(width)x\(height)\(frameText) pixels exceeds the limit of \(limit) pixels"
         case .tooManyFrames(let count, let limit):
-            return "animation of \(count) frames exceeds the limit of \(limit) frames"
+            return "animation of \(Self.framesText(count)) frames exceeds the limit of \(limit) frames"
         case .encodeFailed(let format, let message):
             return "cannot encode \(format): \(message)"
         case .processingFailed(let processor, let item):
@@ -187,5 +188,13 @@ extension HalcyonError.ProcessorErrorReason: CustomStringConvertible {
             return waited ? "\(neededMB) MB of image memory did not come free in time (budget \(budgetMB) MB)"
                 : "the image needs \(neededMB) MB, more than the whole budget of \(budgetMB) MB"
         }
+    }
+}
+
+extension HalcyonError.ProcessorErrorReason {
+    /// A frame count as libvips reports it, for messages: "more than 4096" when libvips stopped counting
+    /// (it reports 4097 for any longer animation), else the count.
+    public static func framesText(_ count: Int) -> String {
+        count > 4096 ? "more than 4096" : String(count)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOHTTPCompression
 import NIOPosix
 
 /// What one HTTP download produced.
@@ -226,10 +227,12 @@ struct HTTPTransport: Sendable {
         return FetchOutcome(data: data, response: head, metrics: measure(data.count - resumedBytes, resumedBytes))
     }
 
-    /// Checks the status code (delegate or 2xx/3xx), refuses 304 and asks the delegate about the head.
+    /// Checks the status code (delegate, or 2xx/3xx except a redirect that reached here without a `Location`),
+    /// refuses 304 and asks the delegate about the head.
     private func validateHead(_ head: ImageDownloadResponse, url: URL) throws {
         let delegate = settings.delegate
-        let valid = delegate?.isValidStatusCode(head.statusCode, for: downloader) ?? (200..<400).contains(head.statusCode)
+        let valid = delegate?.isValidStatusCode(head.statusCode, for: downloader)
+            ?? ((200..<400).contains(head.statusCode) && !Self.redirectStatuses.contains(head.statusCode))
         guard valid else {
             throw HalcyonError.responseError(reason: .invalidHTTPStatusCode(url: url, statusCode: head.statusCode))
         }
@@ -279,6 +282,11 @@ struct HTTPTransport: Sendable {
                 if task.hasDataReceivers { task.reportData(Data(buffer: buffer)) }
             }
         } catch {
+            // A compressed body inflating past the client's ratio limit (a decompression bomb) is too large; none of
+            // it is kept for a resume.
+            if case .limit? = error as? NIOHTTPDecompression.DecompressionError {
+                throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: body.count))
+            }
             if let validator, body.count > 0, !(error is HalcyonError) {
                 resumable.store(.init(data: body.joined(), validator: validator), for: url)
             }
@@ -320,13 +328,11 @@ struct HTTPTransport: Sendable {
         return wire
     }
 
+    /// The statuses that redirect when they carry a `Location`.
+    private static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
     private func redirectLocation(_ response: HTTPClientResponse) -> String? {
-        switch response.status.code {
-        case 301, 302, 303, 307, 308:
-            return response.headers.first(name: "location")
-        default:
-            return nil
-        }
+        Self.redirectStatuses.contains(Int(response.status.code)) ? response.headers.first(name: "location") : nil
     }
 
     private static func sameOrigin(_ a: URL, _ b: URL) -> Bool {

@@ -1,6 +1,7 @@
 import Foundation
 import Halcyon
 import HalcyonServer
+import NIOHTTP1
 import Testing
 
 @Suite("Server HTTP")
@@ -189,6 +190,24 @@ struct ServerHTTPTests {
         #expect(notImage.status == 422 && notImage.errorCode == "unsupported_image")
         let badSource = try await fixture.get(ServerFixture.sign("/w:10/plain/ftp%3A%2F%2Fexample.com%2Fa.png"))
         #expect(badSource.status == 400 && badSource.errorCode == "invalid_source")
+        await fixture.stop()
+    }
+
+    @Test("Every method but GET and HEAD is 405 with Allow: GET, HEAD, on image paths and elsewhere")
+    func onlyGetAndHead() async throws {
+        let fixture = try await ServerFixture.start()
+        defer { Task { await fixture.stop() } }
+        let image = fixture.signedPath("w:10", source: fixture.source("/image/methods"))
+        let methods: [HTTPMethod] = [.POST, .PUT, .DELETE, .PATCH, .OPTIONS, .TRACE, .RAW(value: "PURGE")]
+        for method in methods {
+            for path in [image, "/health", "/no/such/thing"] {
+                let reply = try await fixture.get(path, method: method)
+                #expect(reply.status == 405 && reply.errorCode == "method_not_allowed", "\(method) \(path): \(reply.status)")
+                #expect(reply.header("Allow") == "GET, HEAD", "\(method) \(path)")
+            }
+        }
+        #expect(try await fixture.get(image, method: .HEAD).status == 200)
+        #expect(try await fixture.get("/no/such/thing").status != 405)
         await fixture.stop()
     }
 

@@ -75,6 +75,10 @@ struct ServerTracingTests {
         let sent = origin.headers("/image/traced").first?["traceparent"] ?? ""
         #expect(sent.hasPrefix("00-\(traceID)-\(client.spanID)-"),
                 "traceparent to the origin: \(sent); spans: \(inTrace.map { "\($0.name) \($0.spanID)<-\($0.parentSpanID)" })")
+
+        // The traced server's connections end after HTTP/1.0 answers too (it has no cached-hit handler).
+        let health = try await ServerKeepAliveTests.askOnce(serve.port, "GET /health HTTP/1.0\r\n\r\n")
+        #expect(ServerKeepAliveTests.statusLine(health.data) == "HTTP/1.0 200 OK" && health.closed)
         #expect(await serve.stop() == 0)
     }
 

@@ -95,38 +95,51 @@ enum PNGFile {
         return out
     }
 
-    /// A zlib stream of stored (uncompressed) deflate blocks, with its Adler-32.
     /// A zlib stream of `1 + 258 × runs` zero bytes in fixed-Huffman deflate: a literal 0, then `runs` copies of
     /// "258 bytes from 1 back" at 13 bits each (about 1:160), the way a decompression bomb is made.
     static func zlibZeros(runs: Int) -> [UInt8] {
-        var out: [UInt8] = [0x78, 0x01]
-        var (bits, count) = (UInt64(0), 0)
-        func put(_ value: UInt64, _ width: Int) {
-            bits |= value << UInt64(count)
-            count += width
-            while count >= 8 {
-                out.append(UInt8(truncatingIfNeeded: bits))
-                bits >>= 8
-                count -= 8
-            }
-        }
-        // Huffman codes go most significant bit first into the least-significant-first bit stream.
-        func code(_ value: UInt64, _ width: Int) {
-            put((0..<width).reduce(0) { $0 << 1 | (value >> UInt64($1) & 1) }, width)
-        }
-        put(1, 1)  // final block
-        put(1, 2)  // fixed Huffman codes
-        code(0x30, 8)  // literal 0
+        var stream = DeflateBits()
+        stream.put(1, 1)  // final block
+        stream.put(1, 2)  // fixed Huffman codes
+        stream.code(0x30, 8)  // literal 0
         for _ in 0..<runs {
-            code(0xC5, 8)  // length 258 (symbol 285)
-            code(0, 5)  // distance 1
+            stream.code(0xC5, 8)  // length 258 (symbol 285)
+            stream.code(0, 5)  // distance 1
         }
-        code(0, 7)  // end of block (symbol 256)
-        if count > 0 { put(0, 8 - count) }
-        let total = 1 + 258 * runs
-        return out + be32((total % 65521) << 16 | 1)  // Adler-32 of zeros
+        stream.code(0, 7)  // end of block (symbol 256)
+        return [0x78, 0x01] + stream.finished() + be32(((1 + 258 * runs) % 65521) << 16 | 1)  // Adler-32 of zeros
     }
 
+    /// Like ``zlibZeros(runs:)`` but with a dynamic Huffman block whose codes for "258 bytes" and "from 1 back"
+    /// are one bit each: 2 bits per 258 zeros, about 1:1000, the densest deflate allows.
+    static func zlibZerosDense(runs: Int) -> [UInt8] {
+        var stream = DeflateBits()
+        stream.put(1, 1)  // final block
+        stream.put(2, 2)  // dynamic Huffman codes
+        stream.put(29, 5)  // 286 literal/length code lengths
+        stream.put(0, 5)  // 1 distance code length
+        stream.put(14, 4)  // 18 code-length code lengths, in the format's order 16, 17, 18, 0, 8, 7, 9, 6, 10, 5, ...
+        for length in [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2] { stream.put(UInt64(length), 3) }
+        // Code-length codes: 18 is "0", 1 is "10", 2 is "11". Lengths: literal 0 and end of block 2 bits, 285 and
+        // distance 0 one bit.
+        stream.code(0b11, 2)  // literal 0: 2
+        stream.code(0, 1); stream.put(138 - 11, 7)  // literals 1-138: 0
+        stream.code(0, 1); stream.put(117 - 11, 7)  // literals 139-255: 0
+        stream.code(0b11, 2)  // end of block: 2
+        stream.code(0, 1); stream.put(28 - 11, 7)  // lengths 257-284: 0
+        stream.code(0b10, 2)  // length 258 (285): 1
+        stream.code(0b10, 2)  // distance 1 (0): 1
+        // Literal/length codes: 285 is "0", literal 0 is "10", end of block "11"; distance 1 is "0".
+        stream.code(0b10, 2)
+        for _ in 0..<runs {
+            stream.code(0, 1)
+            stream.code(0, 1)
+        }
+        stream.code(0b11, 2)
+        return [0x78, 0x01] + stream.finished() + be32(((1 + 258 * runs) % 65521) << 16 | 1)
+    }
+
+    /// A zlib stream of stored (uncompressed) deflate blocks, with its Adler-32.
     static func zlibStored(_ raw: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x78, 0x01]
         var offset = 0
@@ -166,5 +179,33 @@ enum PNGFile {
     /// `value` as four big-endian bytes.
     static func be32(_ value: Int) -> [UInt8] {
         [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+}
+
+/// Bits of a deflate stream, least significant first, as RFC 1951 packs them.
+struct DeflateBits {
+    private(set) var bytes: [UInt8] = []
+    private var bits: UInt64 = 0
+    private var count = 0
+
+    /// Appends the `width` low bits of `value`, least significant first (header fields, extra bits).
+    mutating func put(_ value: UInt64, _ width: Int) {
+        bits |= value << UInt64(count)
+        count += width
+        while count >= 8 {
+            bytes.append(UInt8(truncatingIfNeeded: bits))
+            bits >>= 8
+            count -= 8
+        }
+    }
+
+    /// Appends a Huffman code of `width` bits, most significant first.
+    mutating func code(_ value: UInt64, _ width: Int) {
+        put((0..<width).reduce(0) { $0 << 1 | (value >> UInt64($1) & 1) }, width)
+    }
+
+    /// The bytes, the last one padded with zero bits.
+    func finished() -> [UInt8] {
+        count > 0 ? bytes + [UInt8(truncatingIfNeeded: bits)] : bytes
     }
 }
