@@ -1,15 +1,18 @@
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 
-/// Refuses an HTTP/1 response whose status code is below 100 before AsyncHTTPClient reads it.
+/// Refuses a response whose status code is below 100 before AsyncHTTPClient reads it.
 ///
 /// AsyncHTTPClient 1.37 takes any status under 200 for an informational (1xx) answer and skips it, while the HTTP
-/// decoder reads a status under 100 as a final answer with a body: the first body part, or the end, then stops the
-/// process (a precondition in the client's state machine). An origin answering `HTTP/1.1 099` could so stop a
-/// server that fetches from it. This handler sits between the response decoder and the client's own handler (added
-/// through the client's connection initializer hook, on the connection's event loop): it turns such a head into
-/// ``InvalidResponseStatus``, closes the connection and drops the rest of its input.
+/// decoder (and NIOHTTP2's translation of `:status`) reads a status under 100 as a final answer with a body: the
+/// first body part, or the end, then stops the process (a precondition in the client's state machine). An origin
+/// answering `HTTP/1.1 099` or `:status: 099` could so stop a server that fetches from it. This handler sits
+/// between the response decoder (HTTP/1) or the HTTP/2 stream's translation to HTTP/1 parts and the client's own
+/// handler, added through the client's connection and stream initializer hooks on the channel's event loop: it
+/// turns such a head into ``InvalidResponseStatus``, closes the connection (HTTP/1) or the stream (HTTP/2) and
+/// drops the rest of its input.
 final class ResponseStatusGuard: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias InboundOut = HTTPClientResponsePart
@@ -36,6 +39,16 @@ final class ResponseStatusGuard: ChannelInboundHandler {
             try pipeline.addHandler(ResponseStatusGuard(), position: .after(decoder))
         }
     }
+
+    /// Adds a guard right after the translation of a new HTTP/2 stream's frames to HTTP/1 parts; the stream is
+    /// used either way (a pipeline without the translation gets no guard).
+    @Sendable static func install(onStream channel: any Channel) -> EventLoopFuture<Void> {
+        channel.eventLoop.submit {
+            let pipeline = channel.pipeline.syncOperations
+            guard let codec = try? pipeline.handler(type: HTTP2FramePayloadToHTTP1ClientCodec.self) else { return }
+            try pipeline.addHandler(ResponseStatusGuard(), position: .after(codec))
+        }
+    }
 }
 
 /// An HTTP response whose status code is not a valid one (below 100); see ``ResponseStatusGuard``.
@@ -45,17 +58,20 @@ struct InvalidResponseStatus: Error, Sendable {
 }
 
 extension HTTPClient.Configuration {
-    /// Puts a ``ResponseStatusGuard`` on every connection the client opens, so an origin's invalid status line is
-    /// an error (`invalidHTTPStatusCode`) instead of stopping the process; an HTTP/1 initializer already set runs
-    /// after it. Every client that fetches sources needs it: the downloader's own, and those a gate hands out.
-    ///
-    /// Also limits the client to HTTP/1.1: over HTTP/2 the same status (`:status: 099`) reaches the same trap,
-    /// and the guard is not placed on HTTP/2 streams.
+    /// Puts a ``ResponseStatusGuard`` on every HTTP/1 connection and every HTTP/2 stream the client opens, so an
+    /// origin's invalid status is an error (`invalidHTTPStatusCode`) instead of stopping the process; initializers
+    /// already set run after it. Every client that fetches sources needs it: the downloader's own, and those a
+    /// gate hands out.
     public mutating func guardResponseStatus() {
         let previous = http1_1ConnectionDebugInitializer
         http1_1ConnectionDebugInitializer = { channel in
             ResponseStatusGuard.install(on: channel).flatMap { previous?(channel) ?? channel.eventLoop.makeSucceededVoidFuture() }
         }
-        httpVersion = .http1Only
+        let previousStream = http2StreamChannelDebugInitializer
+        http2StreamChannelDebugInitializer = { channel in
+            ResponseStatusGuard.install(onStream: channel).flatMap {
+                previousStream?(channel) ?? channel.eventLoop.makeSucceededVoidFuture()
+            }
+        }
     }
 }
