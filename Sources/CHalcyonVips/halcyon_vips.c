@@ -567,7 +567,9 @@ int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t 
 
 int hc_tiffsave(VipsImage *in, void **buffer, size_t *length) {
     VipsImage *guarded = hc_cancel_guard(in);
-    int result = vips_tiffsave_buffer(guarded, buffer, length, NULL);
+    /* Deflate with the horizontal predictor: uncompressed, a 160 KB PNG of one colour at 7000x7000 became 147 MB. */
+    int result = vips_tiffsave_buffer(guarded, buffer, length, "compression", VIPS_FOREIGN_TIFF_COMPRESSION_DEFLATE,
+                                      "predictor", VIPS_FOREIGN_TIFF_PREDICTOR_HORIZONTAL, NULL);
     g_object_unref(guarded);
     return result;
 }

@@ -150,6 +150,10 @@ public final class ImageServer: Service {
             context.record.route = "health"
             return try await service.healthResponse()
         }
+        router.head("/health") { _, context in
+            context.record.route = "health"
+            return try await service.healthResponse().withoutBody()
+        }
         if configuration.metricsPort == nil { addMetricsRoute(to: router) }
         router.get("/info/**") { request, context in try await service.info(request, context: context) }
         let images = router.group()
@@ -173,12 +177,16 @@ public final class ImageServer: Service {
             logger: logger)
     }
 
-    /// `GET /metrics` on `router`.
+    /// `GET` and `HEAD /metrics` on `router`.
     private func addMetricsRoute(to router: Router<ServerRequestContext>) {
         let service = self.service
         router.get("/metrics") { _, context in
             context.record.route = "metrics"
             return service.metricsResponse()
+        }
+        router.head("/metrics") { _, context in
+            context.record.route = "metrics"
+            return service.metricsResponse().withoutBody()
         }
     }
 
@@ -188,9 +196,12 @@ public final class ImageServer: Service {
         let service = self.service
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics, negativeCacheTTL: configuration.negativeCacheTTL))
+        router.add(middleware: MethodGuardMiddleware())
         addMetricsRoute(to: router)
+        let http = HTTP1Channel.Configuration(idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
         return Application(
             router: router,
+            server: ServerHTTP1Channel.builder(configuration: http, makeCachedResponseHandler: nil),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.metricsHost ?? configuration.host, port: metricsPort), serverName: nil),
             onServerRunning: { [ports] channel in ports.withLock { $0.metrics = channel.localAddress?.port } },
@@ -236,5 +247,12 @@ extension ImageServer {
         }
         defer { announce.cancel() }
         try await group.run()
+    }
+}
+
+extension Response {
+    /// This answer to a `HEAD` request: the same status and headers, `Content-Length` included, without the body.
+    func withoutBody() -> Response {
+        Response(status: status, headers: headers)
     }
 }

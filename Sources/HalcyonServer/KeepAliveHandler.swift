@@ -7,14 +7,17 @@ import NIOHTTP1
 /// `keep-alive`, or `Connection: Close`, was answered as HTTP/1.1 and then
 /// held open until the idle timeout.
 ///
-/// Sits between NIO's HTTP/1 pipeline handler and the conversion to HTTP
-/// types, where the request's version is still known. A request that does
+/// Sits between NIO's HTTP/1 request decoder and response encoder and the
+/// conversion to HTTP types, where the request's version is still known
+/// (requests may be pipelined: answers come in request order). A request that does
 /// not keep the connection (NIO's `isKeepAlive`) reaches Hummingbird with
 /// `Connection: close`, so the loop ends after its answer, and the answer
 /// says `Connection: close`. An HTTP/1.0 request is answered as HTTP/1.0,
 /// so the encoder never uses chunked framing it cannot read; one that asked
-/// for `keep-alive` is told `keep-alive` when its answer has a length, and
-/// otherwise the answer ends with the connection's output.
+/// for `keep-alive` is told `keep-alive` when its answer is delimited (a
+/// length, or no body: `HEAD`, 204, 304), and otherwise the answer ends with
+/// the connection's output; the connection then ends when the client closes
+/// it or the header timeout passes.
 final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -22,7 +25,7 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     /// What an unanswered request asked for, oldest first (answers come in request order).
-    private var waiting = CircularBuffer<(version: HTTPVersion, keepAlive: Bool)>()
+    private var waiting = CircularBuffer<(version: HTTPVersion, keepAlive: Bool, head: Bool)>()
     /// The answer being written ends with the connection's output.
     private var closeAfterAnswer = false
 
@@ -32,7 +35,7 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         let keepAlive = head.isKeepAlive
-        waiting.append((head.version, keepAlive))
+        waiting.append((head.version, keepAlive, head.method == .HEAD))
         if !keepAlive { head.headers.replaceOrAdd(name: "connection", value: "close") }
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
@@ -49,7 +52,8 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if request.version == .http1_0 {
                 head.version = .http1_0
                 // An HTTP/1.0 body without a length ends where the connection does.
-                if !head.headers.contains(name: "content-length") { closeAfterAnswer = true }
+                let bodiless = request.head || head.status == .noContent || head.status == .notModified
+                if !bodiless, !head.headers.contains(name: "content-length") { closeAfterAnswer = true }
                 head.headers.replaceOrAdd(name: "connection", value: closeAfterAnswer ? "close" : "keep-alive")
             } else if closeAfterAnswer {
                 head.headers.replaceOrAdd(name: "connection", value: "close")

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Halcyon
+import NIOCore
 import Testing
 
 /// A keep-alive connection the origin closes just as the downloader reuses it: the request is sent once more on a
@@ -102,5 +103,21 @@ import Testing
         #expect(requests.count == 2)
         await downloader.shutdown()
         await origin.shutdown()
+    }
+
+    /// A reset or broken pipe comes after the connection was made: a network error, not "cannot connect" (the
+    /// server said 502 `source_unreachable`, "cannot connect to the source", for an origin that reset after the request).
+    @Test func resetIsANetworkError() throws {
+        let url = try #require(URL(string: "http://127.0.0.1:9/x.png"))
+        for code in [ECONNRESET, EPIPE] {
+            guard case .responseError(.networkError) = HTTPTransport.map(IOError(errnoCode: code, reason: "read"), url: url, timeout: 5) else {
+                Issue.record("errno \(code) is not a network error")
+                continue
+            }
+        }
+        guard case .requestError(.cannotConnect) = HTTPTransport.map(IOError(errnoCode: ECONNREFUSED, reason: "connect"), url: url, timeout: 5) else {
+            Issue.record("a refused connection is not cannotConnect")
+            return
+        }
     }
 }

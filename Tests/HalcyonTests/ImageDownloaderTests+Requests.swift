@@ -167,14 +167,17 @@ extension ImageDownloaderTests {
         let origin = try await RawHTTPOrigin.start(response: response)
         let downloader = ImageDownloader(name: "no-location")
         downloader.downloadTimeout = 5
-        let error = await failure(downloader, origin.url("/moved.png"))
-        guard case .responseError(.invalidHTTPStatusCode(_, let code)) = error else {
-            Issue.record("expected invalidHTTPStatusCode, got \(String(describing: error))")
-            await downloader.shutdown()
-            await origin.shutdown()
-            return
+        // Without a delegate, and with one that keeps the default status check.
+        let delegate = DefaultsDelegate()
+        for withDelegate in [false, true] {
+            downloader.delegate = withDelegate ? delegate : nil
+            let error = await failure(downloader, origin.url("/moved.png"))
+            guard case .responseError(.invalidHTTPStatusCode(_, let code)) = error else {
+                Issue.record("expected invalidHTTPStatusCode (delegate: \(withDelegate)), got \(String(describing: error))")
+                continue
+            }
+            #expect(code == 301 || code == 302)
         }
-        #expect(code == 301 || code == 302)
         await downloader.shutdown()
         await origin.shutdown()
     }
@@ -478,3 +481,6 @@ extension ImageDownloaderTests {
         }
     }
 }
+
+/// A delegate that implements nothing, so every hook keeps its default.
+private final class DefaultsDelegate: ImageDownloaderDelegate {}

@@ -49,4 +49,14 @@ struct ImageTests {
         #expect(png.frameCount == 1)
         #expect(png.height == 10)
     }
+
+    @Test("TIFF is written compressed: one colour at 2000x2000 is kilobytes, not the 16 MB of its pixels, and reads back")
+    func tiffIsCompressed() throws {
+        let image = try TestImages.solid(RGBA8(red: 30, green: 140, blue: 200, alpha: 255), width: 2000, height: 2000)
+        let data = try image.encoded(as: .tiff)
+        #expect(data.count < 200_000, "\(data.count) bytes")
+        let back = try ImageDecoder.decode(data)
+        #expect(back.width == 2000 && back.height == 2000 && back.originalFormat == .tiff)
+        #expect(try back.pixel(x: 1999, y: 1999) == RGBA8(red: 30, green: 140, blue: 200, alpha: 255))
+    }
 }

@@ -107,7 +107,7 @@ struct HTTPTransport: Sendable {
                 hopClient = connection.client ?? client
                 request.url = connection.url
             }
-            let response = try await send(wireRequest(for: request), on: hopClient, activity: activity)
+            let response = try await send(wireRequest(for: request), on: hopClient)
             activity.touch()
             let head = Self.head(of: response, url: request.url)
 
@@ -137,12 +137,12 @@ struct HTTPTransport: Sendable {
     ///
     /// An idempotent request whose connection closed before any of an answer arrived is sent once more: a pooled
     /// keep-alive connection the origin closed just as it was reused (common after a redirect without
-    /// `Connection: close`). The pool does not hand out the closed connection again.
-    private func send(_ wire: HTTPClientRequest, on client: HTTPClient, activity: IdleMonitor.Watch) async throws -> HTTPClientResponse {
+    /// `Connection: close`). The closed connection has left the pool; the second attempt takes another pooled
+    /// connection or a new one, and its failure is final. Both attempts share the idle timeout's window.
+    private func send(_ wire: HTTPClientRequest, on client: HTTPClient) async throws -> HTTPClientResponse {
         do {
             return try await client.execute(wire, deadline: .now() + .hours(24))
         } catch where Self.closedBeforeAnswer(error) && Self.isIdempotent(wire.method) && !Task.isCancelled {
-            activity.touch()
             return try await client.execute(wire, deadline: .now() + .hours(24))
         }
     }
@@ -174,7 +174,7 @@ struct HTTPTransport: Sendable {
               ImageDownloader.isFetchable(target) else {
             throw HalcyonError.requestError(reason: .invalidRedirect(url: request.url, location: location))
         }
-        try await drain(response.body, activity: activity)
+        try await drain(response.body, url: request.url, activity: activity)
         var next = request
         next.url = target
         if response.status == .seeOther { next.httpMethod = "GET" }
@@ -232,7 +232,7 @@ struct HTTPTransport: Sendable {
     private func validateHead(_ head: ImageDownloadResponse, url: URL) throws {
         let delegate = settings.delegate
         let valid = delegate?.isValidStatusCode(head.statusCode, for: downloader)
-            ?? ((200..<400).contains(head.statusCode) && !Self.redirectStatuses.contains(head.statusCode))
+            ?? ImageDownloader.isAcceptableStatus(head.statusCode)
         guard valid else {
             throw HalcyonError.responseError(reason: .invalidHTTPStatusCode(url: url, statusCode: head.statusCode))
         }
@@ -300,12 +300,16 @@ struct HTTPTransport: Sendable {
     }
 
     /// Reads and drops the body of a redirect answer so its connection can be reused.
-    private func drain(_ body: HTTPClientResponse.Body, activity: IdleMonitor.Watch) async throws {
+    private func drain(_ body: HTTPClientResponse.Body, url: URL, activity: IdleMonitor.Watch) async throws {
         var count = 0
-        for try await buffer in body {
-            activity.touch()
-            count += buffer.readableBytes
-            if count > settings.maxResponseBytes { throw CancellationError() }
+        do {
+            for try await buffer in body {
+                activity.touch()
+                count += buffer.readableBytes
+                if count > settings.maxResponseBytes { throw CancellationError() }
+            }
+        } catch NIOHTTPDecompression.DecompressionError.limit {
+            throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: settings.maxResponseBytes, received: count))
         }
     }
 
@@ -328,11 +332,8 @@ struct HTTPTransport: Sendable {
         return wire
     }
 
-    /// The statuses that redirect when they carry a `Location`.
-    private static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
-
     private func redirectLocation(_ response: HTTPClientResponse) -> String? {
-        Self.redirectStatuses.contains(Int(response.status.code)) ? response.headers.first(name: "location") : nil
+        ImageDownloader.redirectStatuses.contains(Int(response.status.code)) ? response.headers.first(name: "location") : nil
     }
 
     private static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
@@ -361,7 +362,8 @@ struct HTTPTransport: Sendable {
                 return .responseError(reason: .networkError(url: url, message: String(describing: error)))
             }
         }
-        if error is NIOConnectionError || error is IOError {
+        // A reset or broken pipe comes after the connection was made: a network error, not "cannot connect".
+        if error is NIOConnectionError || (error as? IOError).map({ ![ECONNRESET, EPIPE].contains($0.errnoCode) }) == true {
             return .requestError(reason: .cannotConnect(url: url, message: String(describing: error)))
         }
         if case ChannelError.connectTimeout = error {

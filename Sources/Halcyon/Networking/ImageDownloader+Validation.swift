@@ -1,6 +1,15 @@
 import Foundation
 
 extension ImageDownloader {
+    /// The statuses that redirect when they carry a `Location`.
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// Whether a final answer's status is acceptable by default: 200..<400, except a redirect status (a redirect
+    /// with a `Location` is followed, so one reaching here has none).
+    public static func isAcceptableStatus(_ code: Int) -> Bool {
+        (200..<400).contains(code) && !redirectStatuses.contains(code)
+    }
+
     /// Whether `url` is an http or https URL with a host, and a port, if any, from 0 to 65535.
     ///
     /// `URL` parses a port of any size; the HTTP client stops the process on one that does not fit 16 bits, so

@@ -41,7 +41,8 @@ public protocol ImageDownloaderDelegate: AnyObject, Sendable {
     func imageDownloader(
         _ downloader: ImageDownloader, didDownload image: Image, for url: URL, with response: ImageDownloadResponse)
 
-    /// Whether `code` is an acceptable status. Default: 200..<400.
+    /// Whether `code` is an acceptable status for a final answer. Default: ``ImageDownloader/isAcceptableStatus(_:)``,
+    /// 200..<400 except a redirect status without a `Location`.
     func isValidStatusCode(_ code: Int, for downloader: ImageDownloader) -> Bool
 }
 
@@ -68,8 +69,8 @@ extension ImageDownloaderDelegate {
     public func imageDownloader(
         _ downloader: ImageDownloader, didDownload image: Image, for url: URL, with response: ImageDownloadResponse) {}
 
-    /// Accepts 200..<400.
+    /// Accepts 200..<400, except a redirect status (one without a `Location`).
     public func isValidStatusCode(_ code: Int, for downloader: ImageDownloader) -> Bool {
-        (200..<400).contains(code)
+        ImageDownloader.isAcceptableStatus(code)
     }
 }

@@ -218,6 +218,9 @@ struct ServerHTTPTests {
         let reply = try await fixture.get("/health")
         #expect(reply.status == 200)
         #expect(String(decoding: reply.body, as: UTF8.self) == #"{"status":"ok"}"#)
+        // Load balancers often check with HEAD.
+        let head = try await fixture.get("/health", method: .HEAD)
+        #expect(head.status == 200 && head.body.isEmpty && head.header("Content-Length") == String(reply.body.count))
         #expect(HealthCheck().check())
         await fixture.stop()
     }
@@ -252,6 +255,13 @@ struct ServerHTTPTests {
         #expect(String(decoding: own.body, as: UTF8.self).contains("halcyon_requests"))
         let main = try await fixture.get("/metrics")
         #expect(main.status != 200)
+        // The metrics port follows the same HTTP rules as the main one.
+        let head = try await fixture.get("/metrics", method: .HEAD, port: port)
+        #expect(head.status == 200 && head.body.isEmpty && (Int(head.header("Content-Length") ?? "") ?? 0) > 100)
+        let options = try await fixture.get("/metrics", method: .OPTIONS, port: port)
+        #expect(options.status == 405 && options.header("Allow") == "GET, HEAD")
+        let old = try await ServerKeepAliveTests.askOnce(port, "GET /metrics HTTP/1.0\r\n\r\n")
+        #expect(ServerKeepAliveTests.statusLine(old.data) == "HTTP/1.0 200 OK" && old.closed)
         await fixture.stop()
     }
 }

@@ -154,7 +154,7 @@ struct ServerHostileTrafficTests {
     @Test("idle and slow-header connections are closed after the header timeout; past the cap, a new connection displaces the one waiting longest for a head")
     func connectionLimits() async throws {
         let fixture = try await ServerFixture.start { config in
-            config.headerTimeout = 1.5
+            config.headerTimeout = 3
             config.idleTimeout = 30
             config.maxConnections = 3
         }
@@ -166,19 +166,27 @@ struct ServerHostileTrafficTests {
             for _ in 0..<200 where connections.openConnections < count { try await Task.sleep(for: .milliseconds(5)) }
             return socket
         }
+        func closed(_ socket: RawSocket, within seconds: TimeInterval) async -> Bool {
+            await offThePool { socket.closedByPeer(within: seconds) }
+        }
         let idle = try await open(1)
+        let idleSince = ContinuousClock.now
         let slow = try await open(2)
         slow.send("GET /health HTTP/1.1\r\n")
         let capped = try await open(3)
+        // Younger than the grace period, the waiting connections keep their places.
+        let early = try #require(RawSocket(port: fixture.port))
+        #expect(await closed(early, within: 1), "a connection past the cap stayed open though none had waited 1 s")
+        try await Task.sleep(until: idleSince + .milliseconds(1200))
         let extra = try #require(RawSocket(port: fixture.port))
-        // Well before the header timeout.
-        #expect(idle.closedByPeer(within: 1), "the connection waiting longest kept its place past the cap")
-        #expect(!extra.closedByPeer(within: 0.1), "the connection past the cap was closed though one was idle")
-        #expect(!capped.closedByPeer(within: 0.1), "a connection under the cap was closed")
+        // Well before the 3 s header timeout.
+        #expect(await closed(idle, within: 0.5), "the connection waiting longest kept its place past the cap")
+        #expect(await !closed(extra, within: 0.1), "the connection past the cap was closed though one was idle")
+        #expect(await !closed(capped, within: 0.1), "a connection under the cap was closed")
         #expect(connections.openConnections == 3)
         slow.send("X-Slow: 1\r\n")
-        #expect(slow.closedByPeer(within: 3), "a connection trickling its header was not closed")
-        #expect(extra.closedByPeer(within: 3), "an idle connection was not closed")
+        #expect(await closed(slow, within: 4), "a connection trickling its header was not closed")
+        #expect(await closed(extra, within: 4), "an idle connection was not closed")
         // Slots are given back: a new client gets answers.
         capped.hangUp()
         try await Task.sleep(for: .milliseconds(100))
@@ -199,19 +207,43 @@ struct ServerHostileTrafficTests {
         var busy: [RawSocket] = []
         for index in 0..<2 {
             let socket = try #require(RawSocket(port: fixture.port))
-            let path = fixture.signedPath("w:10", source: fixture.source("/delayed/\(index)?delay=2000"))
+            let path = fixture.signedPath("w:10", source: fixture.source("/delayed/\(index)?delay=2500"))
             socket.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             busy.append(socket)
         }
-        for _ in 0..<200 where connections.openConnections < 2 { try await Task.sleep(for: .milliseconds(5)) }
-        try await Task.sleep(for: .milliseconds(200))
+        for _ in 0..<400 where connections.openConnections < 2 || connections.waitingConnections > 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .milliseconds(1100))
         let extra = try #require(RawSocket(port: fixture.port))
-        #expect(extra.closedByPeer(within: 1), "a connection past the cap stayed open while every connection was busy")
+        #expect(await offThePool { extra.closedByPeer(within: 1) }, "a connection past the cap stayed open while every connection was busy")
         for socket in busy {
             let data = await offThePool { socket.receive(timeout: 5) { ServerCachedHitTests.responses($0).count >= 1 } }
             #expect(ServerCachedHitTests.responses(data).first?.status == 200, "a busy connection was displaced")
             socket.hangUp()
         }
+        await fixture.stop()
+    }
+
+    @Test("a pipelined request keeps its connection busy after the answer before it: neither the header timeout nor a new connection at the cap closes it")
+    func pipelinedRequestKeepsConnection() async throws {
+        let fixture = try await ServerFixture.start { config in
+            config.maxConnections = 1
+            config.headerTimeout = 1
+            config.idleTimeout = 30
+        }
+        defer { Task { await fixture.stop() } }
+        let socket = try #require(RawSocket(port: fixture.port))
+        let slow = fixture.signedPath("w:10", source: fixture.source("/delayed/pipelined?delay=2500"))
+        let requests = "GET /health HTTP/1.1\r\nHost: a\r\n\r\nGET \(slow) HTTP/1.1\r\nHost: a\r\n\r\n"
+        let first = await offThePool { socket.send(requests) ? socket.receive(timeout: 5) { ServerCachedHitTests.responses($0).count >= 1 } : Data() }
+        #expect(ServerCachedHitTests.responses(first).first?.status == 200)
+        try await Task.sleep(for: .milliseconds(1300))
+        let extra = try #require(RawSocket(port: fixture.port))
+        #expect(await offThePool { extra.closedByPeer(within: 1) }, "a connection past the cap stayed open while the only one was busy")
+        let second = await offThePool { socket.receive(timeout: 5) { ServerCachedHitTests.responses($0).count >= 1 } }
+        #expect(ServerCachedHitTests.responses(second).first?.status == 200, "the pipelined request lost its connection")
+        socket.hangUp()
         await fixture.stop()
     }
 

@@ -64,11 +64,22 @@ struct ServerKeepAliveTests {
             let socket = try #require(RawSocket(port: fixture.port))
             let request = "GET \(path) \(version)\r\nHost: 127.0.0.1\r\n\(extra)\r\n"
             // The first answer is routed (or a hit after the first version's run); the second is a cached hit.
+            var etag = ""
             for round in 0..<2 {
                 let data = await offThePool { socket.send(request) ? socket.receive(timeout: 5) { Raw.responses($0).count >= 1 } : Data() }
                 let answer = Raw.responses(data).first
                 #expect(Self.statusLine(data).hasPrefix(version) && answer?.status == 200, "\(version) round \(round)")
                 if version == "HTTP/1.0" { #expect(answer?.headers["connection"] == "keep-alive", "round \(round)") }
+                etag = answer?.headers["etag"] ?? ""
+            }
+            // A 304 has no body, so it needs no length to keep the connection.
+            let revalidate = "GET \(path) \(version)\r\nHost: 127.0.0.1\r\n\(extra)If-None-Match: \(etag)\r\n\r\n"
+            let data = await offThePool {
+                socket.send(revalidate) ? socket.receive(timeout: 5) { $0.range(of: Data("\r\n\r\n".utf8)) != nil } : Data()
+            }
+            #expect(Self.statusLine(data).hasPrefix("\(version) 304"), "\(String(decoding: data, as: UTF8.self))")
+            if version == "HTTP/1.0" {
+                #expect(String(decoding: data, as: UTF8.self).lowercased().contains("connection: keep-alive"))
             }
             #expect(await offThePool { !socket.closedByPeer(within: 0.5) }, "\(version): the connection was closed")
             socket.hangUp()
