@@ -25,37 +25,47 @@ import Testing
         }
     }
 
+    /// Runs `body` with a new downloader (5 s timeout) against `origin`, then shuts both down.
+    func run(_ origin: RawHTTPOrigin, _ body: (ImageDownloader) async throws -> Void) async rethrows {
+        let downloader = ImageDownloader(name: "stale")
+        downloader.downloadTimeout = 5
+        do {
+            try await body(downloader)
+        } catch {
+            await downloader.shutdown()
+            await origin.shutdown()
+            throw error
+        }
+        await downloader.shutdown()
+        await origin.shutdown()
+    }
+
+    static let image = RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png", body: ImageDownloaderTests.png)
+
     /// A redirect without `Connection: close` leaves its connection pooled; the next hop reuses it and the origin
     /// closes it. Before: 502-like `networkError` (remoteConnectionClosed) for 6 of 40 such requests in `halcyon serve`.
     @Test func redirectHopOnClosedConnectionIsResent() async throws {
         let requests = CallCounter()
-        let origin = try await origin([
-            "/start": RawHTTPOrigin.answer("HTTP/1.1 302 Found\r\nLocation: /image"),
-            "/image": RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png", body: ImageDownloaderTests.png),
-        ], requests: requests)
-        let downloader = ImageDownloader(name: "stale-redirect")
-        downloader.downloadTimeout = 5
-        let result = await outcome(downloader, origin.url("/start"))
-        #expect((try? result.get().originalData) == ImageDownloaderTests.png, "\(result)")
+        let redirect = RawHTTPOrigin.answer("HTTP/1.1 302 Found\r\nLocation: /image")
+        let origin = try await origin(["/start": redirect, "/image": Self.image], requests: requests)
+        await run(origin) { downloader in
+            let result = await outcome(downloader, origin.url("/start"))
+            #expect((try? result.get().originalData) == ImageDownloaderTests.png, "\(result)")
+        }
         // The 302, the hop on the closed connection, and the hop sent again.
         #expect(requests.count == 3)
-        await downloader.shutdown()
-        await origin.shutdown()
     }
 
     /// A second download to the same origin reuses the first one's connection, which the origin closes.
     @Test func nextDownloadOnClosedConnectionIsResent() async throws {
         let requests = CallCounter()
-        let image = RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png", body: ImageDownloaderTests.png)
-        let origin = try await origin(["/a": image, "/b": image], requests: requests)
-        let downloader = ImageDownloader(name: "stale-next")
-        downloader.downloadTimeout = 5
-        _ = try await downloader.downloadImage(with: origin.url("/a"))
-        let second = await outcome(downloader, origin.url("/b"))
-        #expect((try? second.get().originalData) == ImageDownloaderTests.png, "\(second)")
+        let origin = try await origin(["/a": Self.image, "/b": Self.image], requests: requests)
+        try await run(origin) { downloader in
+            _ = try await downloader.downloadImage(with: origin.url("/a"))
+            let second = await outcome(downloader, origin.url("/b"))
+            #expect((try? second.get().originalData) == ImageDownloaderTests.png, "\(second)")
+        }
         #expect(requests.count == 3)
-        await downloader.shutdown()
-        await origin.shutdown()
     }
 
     /// A request is sent again once at most: an origin that closes every connection unanswered fails the download
@@ -66,43 +76,34 @@ import Testing
             requests.increment()
             return nil
         }
-        let downloader = ImageDownloader(name: "stale-once")
-        downloader.downloadTimeout = 5
-        let result = await outcome(downloader, origin.url("/x"))
-        guard case .failure(.responseError(.networkError)) = result else {
-            Issue.record("expected networkError, got \(result)")
-            await downloader.shutdown()
-            await origin.shutdown()
-            return
+        await run(origin) { downloader in
+            let result = await outcome(downloader, origin.url("/x"))
+            guard case .failure(.responseError(.networkError)) = result else {
+                Issue.record("expected networkError, got \(result)")
+                return
+            }
         }
         #expect(requests.count == 2)
-        await downloader.shutdown()
-        await origin.shutdown()
     }
 
     /// A request that is not idempotent (a modifier made it a POST) is never sent twice.
     @Test func postIsNotResent() async throws {
         let requests = CallCounter()
-        let image = RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png", body: ImageDownloaderTests.png)
-        let origin = try await origin(["/a": image, "/b": image], requests: requests)
-        let downloader = ImageDownloader(name: "stale-post")
-        downloader.downloadTimeout = 5
-        _ = try await downloader.downloadImage(with: origin.url("/a"))
+        let origin = try await origin(["/a": Self.image, "/b": Self.image], requests: requests)
         let post = DownloadOptions(requestModifier: AnyModifier { request in
             var request = request
             request.httpMethod = "POST"
             return request
         })
-        let result = await outcome(downloader, origin.url("/b"), options: post)
-        guard case .failure(.responseError(.networkError)) = result else {
-            Issue.record("expected networkError, got \(result)")
-            await downloader.shutdown()
-            await origin.shutdown()
-            return
+        try await run(origin) { downloader in
+            _ = try await downloader.downloadImage(with: origin.url("/a"))
+            let result = await outcome(downloader, origin.url("/b"), options: post)
+            guard case .failure(.responseError(.networkError)) = result else {
+                Issue.record("expected networkError, got \(result)")
+                return
+            }
         }
         #expect(requests.count == 2)
-        await downloader.shutdown()
-        await origin.shutdown()
     }
 
     /// A reset or broken pipe comes after the connection was made: a network error, not "cannot connect" (the
