@@ -15,14 +15,17 @@ import NIOHTTPTypes
 /// that one has waited at least ``displacementGrace``; otherwise the new one
 /// is closed at once. A connection waits from its start, and again once no
 /// request is in flight on it and its last answer has been written out; a
-/// pipelined request or a slow reader keeps it busy. So silent sockets cannot
-/// keep real clients out, and a flood of new connections cannot push out
-/// clients whose request is on its way. One lock guards the counts.
+/// pipelined request or a slow reader keeps it busy (a client that stops
+/// reading is bounded by Hummingbird's idle timeout). So silent sockets
+/// cannot keep real clients out, and a flood of new connections cannot push
+/// out clients whose request is on its way; the price is that while such a
+/// flood comes faster than the connections can age, every newcomer is
+/// refused, health checks included. One lock guards the counts.
 public final class ConnectionLimits: Sendable {
     /// Most connections open at once.
     public let maxConnections: Int
     /// Time a client has to send a whole request head, from the connection's
-    /// start or the end of the previous response.
+    /// start or from when the previous answer has been written out.
     public let headerTimeout: TimeAmount
     /// How long a connection must have waited for a request head before a new connection may displace it.
     public static let displacementGrace = TimeAmount.seconds(1)
@@ -186,10 +189,9 @@ final class ConnectionCapHandler: ChannelDuplexHandler, RemovableChannelHandler 
 /// The clock starts when the connection opens and again once no request is in
 /// flight and the last answer has been written out (a pipelined request or a
 /// slow reader is not waiting); it stops when a request head has been
-/// decoded. One timer at a time
-/// checks the deadline: a response's end moves the deadline and a head clears
-/// it, so a busy keep-alive connection schedules a timer once per timeout,
-/// not once per request.
+/// decoded. One timer at a time checks the deadline: a written answer moves
+/// the deadline and a head clears it, so a busy keep-alive connection
+/// schedules a timer once per timeout, not once per request.
 final class HeaderTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -201,12 +203,15 @@ final class HeaderTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler 
     /// When the awaited request head is due; nil while none is awaited.
     private var deadline: NIODeadline?
     private var requests = RequestsInFlight()
+    /// Taken out of the pipeline: written answers no longer arm a timer.
+    private var removed = false
 
     init(timeout: TimeAmount) { self.timeout = timeout }
 
     func handlerAdded(context: ChannelHandlerContext) { arm(context) }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        removed = true
         deadline = nil
         timer?.cancel()
         timer = nil
@@ -226,7 +231,7 @@ final class HeaderTimeoutHandler: ChannelDuplexHandler, RemovableChannelHandler 
             return
         }
         context.write(data, promise: promise) { [self] in
-            if requests.count == 0 { arm(context) }
+            if requests.count == 0, !removed { arm(context) }
         }
     }
 

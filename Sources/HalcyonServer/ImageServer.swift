@@ -152,7 +152,7 @@ public final class ImageServer: Service {
         }
         router.head("/health") { _, context in
             context.record.route = "health"
-            return try await service.healthResponse().withoutBody()
+            return try await service.healthResponse().createHeadResponse()
         }
         if configuration.metricsPort == nil { addMetricsRoute(to: router) }
         router.get("/info/**") { request, context in try await service.info(request, context: context) }
@@ -186,7 +186,7 @@ public final class ImageServer: Service {
         }
         router.head("/metrics") { _, context in
             context.record.route = "metrics"
-            return service.metricsResponse().withoutBody()
+            return service.metricsResponse().createHeadResponse()
         }
     }
 
@@ -247,12 +247,5 @@ extension ImageServer {
         }
         defer { announce.cancel() }
         try await group.run()
-    }
-}
-
-extension Response {
-    /// This answer to a `HEAD` request: the same status and headers, `Content-Length` included, without the body.
-    func withoutBody() -> Response {
-        Response(status: status, headers: headers)
     }
 }

@@ -25,7 +25,7 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     /// What an unanswered request asked for, oldest first (answers come in request order).
-    private var waiting = CircularBuffer<(version: HTTPVersion, keepAlive: Bool, head: Bool)>()
+    private var waiting = CircularBuffer<(version: HTTPVersion, keepAlive: Bool, isHEAD: Bool)>()
     /// The answer being written ends with the connection's output.
     private var closeAfterAnswer = false
 
@@ -52,7 +52,7 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
             if request.version == .http1_0 {
                 head.version = .http1_0
                 // An HTTP/1.0 body without a length ends where the connection does.
-                let bodiless = request.head || head.status == .noContent || head.status == .notModified
+                let bodiless = request.isHEAD || head.status == .noContent || head.status == .notModified
                 if !bodiless, !head.headers.contains(name: "content-length") { closeAfterAnswer = true }
                 head.headers.replaceOrAdd(name: "connection", value: closeAfterAnswer ? "close" : "keep-alive")
             } else if closeAfterAnswer {

@@ -65,9 +65,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// Seconds a client has to send the head of each request (slowloris guard). Default 10.
     public var headerTimeout = 10.0
     /// Most open client connections. Past it a new connection replaces the one
-    /// that has waited longest for a request head, or is closed at once when all
-    /// are busy. Default 2048, lowered to leave 128 file descriptors free under
-    /// the process's limit.
+    /// that has waited longest for a request head, if that one has waited at
+    /// least 1 s, or is closed at once. Default 2048, lowered to leave 128 file
+    /// descriptors free under the process's limit.
     public var maxConnections = ServerConfiguration.defaultMaxConnections
     /// `Cache-Control: max-age` of successful responses, seconds. Default 31536000.
     public var cacheMaxAge = 31_536_000

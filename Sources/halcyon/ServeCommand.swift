@@ -37,7 +37,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds shutdown waits for requests before cancelling them.") var shutdownTimeout: Double?
     @Option(help: "Seconds an idle keep-alive connection stays open.") var idleTimeout: Double?
     @Option(help: "Seconds a client has to send a request head.") var headerTimeout: Double?
-    @Option(help: "Most open client connections; past it, a new one replaces the one waiting longest for a request.") var maxConnections: Int?
+    @Option(help: "Most open client connections; past it, a new one replaces the one waiting longest (1 s or more) for a request.") var maxConnections: Int?
     @Option(help: "Largest source in bytes.") var maxSourceBytes: Int?
     @Option(help: "Largest source in megapixels.") var maxSourceMegapixels: Double?
     @Option(help: "Most animation frames.") var maxFrames: Int?

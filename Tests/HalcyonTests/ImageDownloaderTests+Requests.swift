@@ -182,6 +182,27 @@ extension ImageDownloaderTests {
         await origin.shutdown()
     }
 
+    /// A redirect whose own body passes the size limit is too large (it was "cancelled", which the server
+    /// answered 503).
+    @Test func oversizedRedirectBodyIsTooLarge() async throws {
+        let origin = try await RawHTTPOrigin.start { _, _ in
+            RawHTTPOrigin.answer("HTTP/1.1 302 Found\r\nLocation: /next", body: Data(count: 4096))
+        }
+        let downloader = ImageDownloader(name: "redirect-body")
+        downloader.downloadTimeout = 5
+        downloader.maxResponseBytes = 1000
+        let error = await failure(downloader, origin.url("/big"))
+        guard case .responseError(.tooLarge(_, 1000, let received)) = error else {
+            Issue.record("expected tooLarge, got \(String(describing: error))")
+            await downloader.shutdown()
+            await origin.shutdown()
+            return
+        }
+        #expect(received > 1000)
+        await downloader.shutdown()
+        await origin.shutdown()
+    }
+
     /// A compressed body inflating more than 200 times (a decompression bomb: 5 KB of deflate to 5 MB of zeros) is
     /// too large, not a network error (it was `networkError`, which the server answered 502 `source_failed`).
     @Test func decompressionBombIsTooLarge() async throws {

@@ -306,7 +306,9 @@ struct HTTPTransport: Sendable {
             for try await buffer in body {
                 activity.touch()
                 count += buffer.readableBytes
-                if count > settings.maxResponseBytes { throw CancellationError() }
+                if count > settings.maxResponseBytes {
+                    throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: settings.maxResponseBytes, received: count))
+                }
             }
         } catch NIOHTTPDecompression.DecompressionError.limit {
             throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: settings.maxResponseBytes, received: count))
@@ -362,8 +364,11 @@ struct HTTPTransport: Sendable {
                 return .responseError(reason: .networkError(url: url, message: String(describing: error)))
             }
         }
-        // A reset or broken pipe comes after the connection was made: a network error, not "cannot connect".
-        if error is NIOConnectionError || (error as? IOError).map({ ![ECONNRESET, EPIPE].contains($0.errnoCode) }) == true {
+        if error is NIOConnectionError {
+            return .requestError(reason: .cannotConnect(url: url, message: String(describing: error)))
+        }
+        // A reset, broken pipe or abort comes after the connection was made: a network error, not "cannot connect".
+        if let error = error as? IOError, ![ECONNRESET, EPIPE, ECONNABORTED].contains(error.errnoCode) {
             return .requestError(reason: .cannotConnect(url: url, message: String(describing: error)))
         }
         if case ChannelError.connectTimeout = error {
