@@ -66,7 +66,8 @@ public final class ImageService: Sendable {
         negotiatedFormats = NegotiatedFormats(policy: encodingPolicy)
         memoryBudget = MemoryBudget(capacity: configuration.memoryBudgetMegabytes * 1024 * 1024)
         connections = ConnectionLimits(
-            maxConnections: configuration.maxConnections, headerTimeout: .nanoseconds(Int64(configuration.headerTimeout * 1e9)))
+            maxConnections: configuration.maxConnections, headerTimeout: .nanoseconds(Int64(configuration.headerTimeout * 1e9)),
+            metrics: metrics)
         admission = WorkAdmission(
             limiter: InFlightLimiter(limit: configuration.maxInFlight, queue: configuration.maxQueue),
             queueTimeout: .seconds(configuration.queueTimeout),
@@ -88,6 +89,7 @@ public final class ImageService: Sendable {
 
     /// The `/metrics` answer.
     public func metricsResponse() -> Response {
+        metrics.connections(open: connections.openConnections, waiting: connections.waitingConnections)
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))

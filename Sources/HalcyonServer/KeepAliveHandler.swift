@@ -30,14 +30,19 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var closeAfterAnswer = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .head(var head) = unwrapInboundIn(data) else {
+        guard case .head(let head) = unwrapInboundIn(data) else {
             context.fireChannelRead(data)
             return
         }
         let keepAlive = head.isKeepAlive
         waiting.append((head.version, keepAlive, head.method == .HEAD))
-        if !keepAlive { head.headers.replaceOrAdd(name: "connection", value: "close") }
-        context.fireChannelRead(wrapInboundOut(.head(head)))
+        guard !keepAlive else {
+            context.fireChannelRead(data)
+            return
+        }
+        var closing = head
+        closing.headers.replaceOrAdd(name: "connection", value: "close")
+        context.fireChannelRead(wrapInboundOut(.head(closing)))
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -49,6 +54,11 @@ final class KeepAliveHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
             closeAfterAnswer = !(request.keepAlive && head.isKeepAlive)
+            // The usual case: an HTTP/1.1 answer that keeps the connection goes out unchanged.
+            guard closeAfterAnswer || request.version != .http1_1 else {
+                context.write(data, promise: promise)
+                return
+            }
             if request.version == .http1_0 {
                 head.version = .http1_0
                 // An HTTP/1.0 body without a length ends where the connection does.

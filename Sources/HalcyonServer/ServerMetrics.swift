@@ -23,6 +23,10 @@ public final class ServerMetrics: Sendable {
     private let imageOK: CoreMetrics.Counter
     private let imageNotModified: CoreMetrics.Counter
     private let responseTier: CoreMetrics.Counter
+    private let openConnections: CoreMetrics.Gauge
+    private let waitingConnections: CoreMetrics.Gauge
+    private let displacedConnections: CoreMetrics.Counter
+    private let refusedConnections: CoreMetrics.Counter
 
     /// Makes metrics on a fresh registry.
     public init() {
@@ -40,7 +44,23 @@ public final class ServerMetrics: Sendable {
         imageOK = Counter(label: "halcyon_requests_total", dimensions: [("route", "image"), ("status", "200")], factory: factory)
         imageNotModified = Counter(label: "halcyon_requests_total", dimensions: [("route", "image"), ("status", "304")], factory: factory)
         responseTier = Counter(label: "halcyon_cache_results_total", dimensions: [("type", "response")], factory: factory)
+        openConnections = CoreMetrics.Gauge(label: "halcyon_connections_open", factory: factory)
+        waitingConnections = CoreMetrics.Gauge(label: "halcyon_connections_waiting", factory: factory)
+        displacedConnections = Counter(label: "halcyon_connections_displaced_total", factory: factory)
+        refusedConnections = Counter(label: "halcyon_connections_refused_total", factory: factory)
     }
+
+    /// Records the connections open and those waiting for a request head (set when `/metrics` is read).
+    public func connections(open: Int, waiting: Int) {
+        openConnections.record(open)
+        waitingConnections.record(waiting)
+    }
+
+    /// Counts a connection closed at the cap to make room for a new one.
+    public func connectionDisplaced() { displacedConnections.increment() }
+
+    /// Counts a new connection closed at once because the cap was reached and none could make room.
+    public func connectionRefused() { refusedConnections.increment() }
 
     /// Counts a finished request by route and status.
     public func request(route: String, status: Int) {

@@ -143,10 +143,6 @@ package struct LRUList<Key: Hashable, Value> {
         return remove(slot)
     }
 
-    /// The least recently used value, left in place; nil when the list is empty.
-    @inlinable
-    package var oldestValue: Value? { oldest >= 0 ? slots[oldest].value : nil }
-
     /// Removes the least recently used value and returns it; nil when the list is empty.
     @inlinable
     package mutating func removeOldest() -> Value? {

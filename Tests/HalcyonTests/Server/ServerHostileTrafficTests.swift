@@ -187,6 +187,8 @@ struct ServerHostileTrafficTests {
         #expect(await !closed(extra, within: 0.1), "the connection past the cap was closed though one was idle")
         #expect(await !closed(capped, within: 0.1), "a connection under the cap was closed")
         #expect(connections.openConnections == 3)
+        let metrics = Self.metricsText(fixture.server.service)
+        #expect(metrics.contains("halcyon_connections_displaced_total 1\n") && metrics.contains("halcyon_connections_open 3.0\n"))
         slow.send("X-Slow: 1\r\n")
         #expect(await closed(slow, within: 4), "a connection trickling its header was not closed")
         #expect(await closed(extra, within: 4), "an idle connection was not closed")
@@ -221,6 +223,9 @@ struct ServerHostileTrafficTests {
         try await Task.sleep(for: .milliseconds(1100))
         let extra = try #require(RawSocket(port: fixture.port))
         #expect(await offThePool { extra.closedByPeer(within: 1) }, "a connection past the cap stayed open while every connection was busy")
+        let metrics = Self.metricsText(fixture.server.service)
+        #expect(metrics.contains("halcyon_connections_refused_total 1\n") && metrics.contains("halcyon_connections_waiting 0.0\n"),
+                "\(metrics.split(separator: "\n").filter { $0.contains("connections") })")
         for socket in busy {
             let data = await offThePool { socket.receive(timeout: 5) { ServerCachedHitTests.responses($0).count >= 1 } }
             #expect(ServerCachedHitTests.responses(data).first?.status == 200, "a busy connection was displaced")
@@ -311,6 +316,12 @@ struct ServerHostileTrafficTests {
         #expect(logged.dropFirst().first?.contains("cache=response") == true, "\(logged)")
         #expect(logged.last?.contains(" 403 ") == true && logged.last?.contains("error=invalid_signature") == true, "\(logged)")
         await fixture.stop()
+    }
+
+    /// The `/metrics` text of `service`, with the connection gauges as a scrape sets them.
+    static func metricsText(_ service: ImageService) -> String {
+        _ = service.metricsResponse()
+        return String(decoding: service.metrics.render(), as: UTF8.self)
     }
 }
 
