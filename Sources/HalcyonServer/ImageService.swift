@@ -329,7 +329,7 @@ public final class ImageService: Sendable {
               let entry = responses.value(for: responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
         // An expired URL's entry is not found (the cache drops it); the image handler refuses the URL.
         metrics.cache("response")
-        return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch])
+        return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince])
     }
 
     /// The response cache's key: the path as sent and the format its `Accept` header negotiates.
@@ -365,7 +365,9 @@ public final class ImageService: Sendable {
         headers[.contentLength] = String(entry.buffer.readableBytes)
         entry.fullHeaders = headers
         responses.store(entry, for: rawKey)
-        return CachedAnswer(entry, ifNoneMatch: request.headers[.ifNoneMatch]).response
+        return CachedAnswer(
+            entry, ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince]
+        ).response
     }
 
     // MARK: - Helpers

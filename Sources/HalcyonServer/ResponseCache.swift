@@ -30,6 +30,8 @@ public final class ResponseCache: Sendable {
         public let created: Date
         /// `created` as an HTTP date, for `Last-Modified` (formatted once, not per request).
         public let lastModified: String
+        /// `created` in whole Unix seconds, as `Last-Modified` says, for `If-Modified-Since`.
+        public let lastModifiedSeconds: Int
         /// The headers of a 304 for this entry (the service fills them in once).
         public var headers = HTTPFields()
         /// The headers of a 200: ``headers`` plus content type and length.
@@ -45,26 +47,16 @@ public final class ResponseCache: Sendable {
             self.contentType = contentType
             self.etag = etag
             self.created = created
-            lastModified = ResponseCache.httpDate(created)
+            lastModifiedSeconds = HTTPDate.seconds(of: created)
+            lastModified = HTTPDate.format(lastModifiedSeconds)
         }
     }
-
-    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// An HTTP date (RFC 9110 IMF-fixdate), formatted by hand: no `DateFormatter`, so no ICU, per entry.
     ///
     /// Dates before 1970 or after 9999 (or not finite, as a damaged stored entry may carry) are clamped to that range.
     public static func httpDate(_ date: Date) -> String {
-        let interval = date.timeIntervalSince1970
-        let clamped = interval.isFinite ? min(max(interval, 0), 253_402_300_799) : 0
-        var seconds = time_t(clamped.rounded(.down))
-        var fields = tm()
-        guard gmtime_r(&seconds, &fields) != nil else { return "Thu, 01 Jan 1970 00:00:00 GMT" }
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let year = String(Int(fields.tm_year) + 1900)
-        return "\(weekdays[Int(fields.tm_wday) % 7]), \(two(fields.tm_mday)) \(months[Int(fields.tm_mon) % 12]) \(year) "
-            + "\(two(fields.tm_hour)):\(two(fields.tm_min)):\(two(fields.tm_sec)) GMT"
+        HTTPDate.format(HTTPDate.seconds(of: date))
     }
 
     /// What an entry is counted as against the limit: the storage of its body (a buffer's capacity can exceed

@@ -110,6 +110,9 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
             return ServerError(status: 422, code: "source_too_large", message: "the source is larger than \(limit) bytes")
         case .emptyBody:
             return ServerError(status: 422, code: "source_empty", message: "the source is empty")
+        case .unsupportedContentEncoding:
+            return ServerError(status: 502, code: "source_bad_encoding",
+                               message: "the source's Content-Encoding cannot be decoded (gzip and deflate can)")
         default:
             return ServerError(status: 502, code: "source_failed", message: "the source could not be downloaded")
         }

@@ -70,6 +70,9 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case invalidRangeResponse(url: URL, contentRange: String?)
         /// The server answered a conditional request with 304 Not Modified: the cached copy is still good.
         case notModified(url: URL)
+        /// The body came in a content coding the downloader cannot decode: one other than `gzip` (or `x-gzip`) and
+        /// `deflate`, or more than one; `encoding` is the `Content-Encoding` header (at most 100 characters).
+        case unsupportedContentEncoding(url: URL, encoding: String)
     }
 
     /// Why a cache operation failed.

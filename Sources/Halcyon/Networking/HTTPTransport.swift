@@ -352,6 +352,9 @@ struct HTTPTransport: Sendable {
         if let error = error as? InvalidResponseStatus {
             return .responseError(reason: .invalidHTTPStatusCode(url: url, statusCode: error.code))
         }
+        if let error = error as? UnsupportedContentEncoding {
+            return .responseError(reason: .unsupportedContentEncoding(url: url, encoding: error.encoding))
+        }
         if let error = error as? HTTPClientError {
             switch error {
             case .cancelled:

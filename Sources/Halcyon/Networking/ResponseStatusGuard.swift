@@ -30,23 +30,27 @@ final class ResponseStatusGuard: ChannelInboundHandler {
         context.fireChannelRead(data)
     }
 
-    /// Adds a guard right after the response decoder of a new HTTP/1 connection; the connection is used either way
-    /// (a pipeline without the decoder gets no guard).
+    /// Adds a guard, and a ``ContentCodingGuard`` after it, right after the response decoder of a new HTTP/1
+    /// connection; the connection is used either way (a pipeline without the decoder gets no guard).
     @Sendable static func install(on channel: any Channel) -> EventLoopFuture<Void> {
         channel.eventLoop.submit {
             let pipeline = channel.pipeline.syncOperations
             guard let decoder = try? pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self) else { return }
-            try pipeline.addHandler(ResponseStatusGuard(), position: .after(decoder))
+            let statusGuard = ResponseStatusGuard()
+            try pipeline.addHandler(statusGuard, position: .after(decoder))
+            try pipeline.addHandler(ContentCodingGuard(), position: .after(statusGuard))
         }
     }
 
-    /// Adds a guard right after the translation of a new HTTP/2 stream's frames to HTTP/1 parts; the stream is
-    /// used either way (a pipeline without the translation gets no guard).
+    /// Adds a guard, and a ``ContentCodingGuard`` after it, right after the translation of a new HTTP/2 stream's
+    /// frames to HTTP/1 parts; the stream is used either way (a pipeline without the translation gets no guard).
     @Sendable static func install(onStream channel: any Channel) -> EventLoopFuture<Void> {
         channel.eventLoop.submit {
             let pipeline = channel.pipeline.syncOperations
             guard let codec = try? pipeline.handler(type: HTTP2FramePayloadToHTTP1ClientCodec.self) else { return }
-            try pipeline.addHandler(ResponseStatusGuard(), position: .after(codec))
+            let statusGuard = ResponseStatusGuard()
+            try pipeline.addHandler(statusGuard, position: .after(codec))
+            try pipeline.addHandler(ContentCodingGuard(), position: .after(statusGuard))
         }
     }
 }
@@ -59,8 +63,9 @@ struct InvalidResponseStatus: Error, Sendable {
 
 extension HTTPClient.Configuration {
     /// Puts a ``ResponseStatusGuard`` on every HTTP/1 connection and every HTTP/2 stream the client opens, so an
-    /// origin's invalid status is an error (`invalidHTTPStatusCode`) instead of stopping the process; initializers
-    /// already set run after it. Every client that fetches sources needs it: the downloader's own, and those a
+    /// origin's invalid status is an error (`invalidHTTPStatusCode`) instead of stopping the process, and a
+    /// ``ContentCodingGuard``, so a body in a coding the client cannot decode is `unsupportedContentEncoding`
+    /// instead of undecoded bytes; initializers already set run after them. Every client that fetches sources needs it: the downloader's own, and those a
     /// gate hands out.
     public mutating func guardResponseStatus() {
         let previous = http1_1ConnectionDebugInitializer

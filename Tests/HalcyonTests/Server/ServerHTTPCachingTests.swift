@@ -92,6 +92,57 @@ struct ServerHTTPCachingTests {
         #expect(conditional.header("vary") == "Accept")
         await fixture.stop()
     }
+    @Test("If-Modified-Since at or after Last-Modified is 304 (any of the three HTTP date forms); earlier, invalid, or overruled by If-None-Match is 200")
+    func ifModifiedSince() async throws {
+        let fixture = try await ServerFixture.start()
+        defer { Task { await fixture.stop() } }
+        let path = fixture.signedPath("w:20", source: fixture.source("/image/ims"), ext: "png")
+        let first = try await fixture.get(path)
+        let lastModified = try #require(first.header("last-modified"))
+        let made = try #require(HTTPDate.parse(lastModified))
+        #expect(HTTPDate.format(made) == lastModified)
+        let later = HTTPDate.format(made + 3600)
+        for value in [lastModified, later, Self.rfc850(made), Self.asctime(made)] {
+            let reply = try await fixture.get(path, headers: [("If-Modified-Since", value)])
+            #expect(reply.status == 304 && reply.body.isEmpty, "If-Modified-Since: \(value)")
+            #expect(reply.header("last-modified") == lastModified && reply.header("etag") == first.header("etag"))
+        }
+        for value in [HTTPDate.format(made - 1), "yesterday", "Mon, 32 Nov 2026 10:00:00 GMT", ""] {
+            let reply = try await fixture.get(path, headers: [("If-Modified-Since", value)])
+            #expect(reply.status == 200 && reply.body == first.body, "If-Modified-Since: \(value)")
+        }
+        let overruled = try await fixture.get(path, headers: [("If-None-Match", "\"other\""), ("If-Modified-Since", later)])
+        #expect(overruled.status == 200, "If-None-Match decides when both are sent")
+        let head = try await fixture.get(path, headers: [("If-Modified-Since", later)], method: .HEAD)
+        #expect(head.status == 304)
+        // The answer that makes the result (not a response cache hit) takes the header too.
+        let fresh = fixture.signedPath("w:21", source: fixture.source("/image/ims"), ext: "png")
+        #expect(try await fixture.get(fresh, headers: [("If-Modified-Since", HTTPDate.format(made + 86_400))]).status == 304)
+        await fixture.stop()
+    }
+
+    /// `made` in the obsolete RFC 850 form, which recipients must still accept: `Sunday, 06-Nov-94 08:49:37 GMT`.
+    private static func rfc850(_ seconds: Int) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEEE, dd-MMM-yy HH:mm:ss 'GMT'"
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+
+    /// `made` in C's asctime form: `Sun Nov  6 08:49:37 1994`.
+    private static func asctime(_ seconds: Int) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE MMM d HH:mm:ss yyyy"
+        let text = formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+        // asctime pads a one-digit day with a space.
+        var parts = text.split(separator: " ").map(String.init)
+        if parts[2].count == 1 { parts[2] = " " + parts[2] }
+        return parts.joined(separator: " ")
+    }
+
     @Test("Accept headers that negotiate one format share one cached answer: varying the wording cannot flush the cache")
     func acceptWordingSharesAnEntry() async throws {
         let fixture = try await ServerFixture.start()

@@ -62,6 +62,20 @@ struct ServerSSRFTests {
         await origin.shutdown()
     }
 
+    @Test("An origin's body in a coding the server cannot decode is a 502 naming the encoding, not an image error")
+    func originContentEncoding() async throws {
+        let png = try TestImages.encodedGradient(.png(), width: 20, height: 20)
+        let origin = try await RawHTTPOrigin.start { _, _ in
+            RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Encoding: br", body: png)
+        }
+        let fixture = try await ServerFixture.start { $0.allowLoopback = true }
+        defer { Task { await fixture.stop() } }
+        let reply = try await fixture.get(fixture.signedPath("w:10", source: origin.url("/x.png").absoluteString))
+        #expect(reply.status == 502 && reply.errorCode == "source_bad_encoding", "\(reply.status) \(reply.errorCode ?? "")")
+        await fixture.stop()
+        await origin.shutdown()
+    }
+
     @Test("A redirect to a refused address is refused at that hop")
     func redirectHop() async throws {
         let fixture = try await ServerFixture.start { $0.allowLoopback = true }

@@ -139,6 +139,14 @@ enum PNGFile {
         return [0x78, 0x01] + stream.finished() + be32(((1 + 258 * runs) % 65521) << 16 | 1)
     }
 
+    /// A gzip member (RFC 1952) of stored deflate blocks, with its CRC-32 and length.
+    static func gzipStored(_ raw: [UInt8]) -> [UInt8] {
+        let deflate = zlibStored(raw).dropFirst(2).dropLast(4)
+        let crc = TestImages.crc32(raw), size = UInt32(truncatingIfNeeded: raw.count)
+        func le32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+        return [0x1F, 0x8B, 0x08, 0, 0, 0, 0, 0, 0, 0xFF] + deflate + le32(crc) + le32(size)
+    }
+
     /// A zlib stream of stored (uncompressed) deflate blocks, with its Adler-32.
     static func zlibStored(_ raw: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [0x78, 0x01]

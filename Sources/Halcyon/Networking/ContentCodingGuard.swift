@@ -1,0 +1,57 @@
+import NIOCore
+import NIOHTTP1
+
+/// Checks a successful response's `Content-Encoding` before AsyncHTTPClient's decompressor reads it, so a body
+/// arrives decoded or not at all.
+///
+/// The decompressor decodes only a header that is exactly `gzip` or `deflate` and passes anything else through
+/// as if it were the image: `x-gzip` (which RFC 9110 has recipients read as `gzip`), a list such as
+/// `identity, gzip`, a stack such as `gzip, gzip`, or a coding that was never asked for (`br`, `zstd`). This
+/// handler sits next to ``ResponseStatusGuard`` and, for a 2xx head: drops `identity` from the list; rewrites a
+/// single `x-gzip` as `gzip` (and a list that leaves one `gzip` or `deflate` as that one coding); and refuses any
+/// other coding, or more than one, with ``UnsupportedContentEncoding``, closing the connection (HTTP/1) or the
+/// stream (HTTP/2) and dropping the rest of its input. Other statuses' bodies are read only to be dropped.
+final class ContentCodingGuard: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias InboundOut = HTTPClientResponsePart
+
+    private var refused = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
+        guard case .head(var head) = unwrapInboundIn(data), (200..<300).contains(head.status.code),
+              head.headers.contains(name: "content-encoding") else {
+            context.fireChannelRead(data)
+            return
+        }
+        switch Self.coding(head.headers[canonicalForm: "content-encoding"]) {
+        case .some(let coding):
+            head.headers.remove(name: "content-encoding")
+            if let coding { head.headers.add(name: "content-encoding", value: coding) }
+            context.fireChannelRead(wrapInboundOut(.head(head)))
+        case .none:
+            refused = true
+            let named = head.headers[canonicalForm: "content-encoding"].joined(separator: ", ")
+            context.fireErrorCaught(UnsupportedContentEncoding(encoding: String(named.prefix(100))))
+            context.close(promise: nil)
+        }
+    }
+
+    /// The one coding the decompressor is to undo for `codings` (the header's list): `gzip` or `deflate`, or
+    /// nil for none (`.some(nil)`); nil when it cannot be decoded.
+    static func coding(_ codings: [Substring]) -> String?? {
+        let named = codings.map { $0.lowercased() }.filter { $0 != "identity" && !$0.isEmpty }
+        switch named {
+        case []: return .some(nil)
+        case ["gzip"], ["x-gzip"]: return "gzip"
+        case ["deflate"]: return "deflate"
+        default: return nil
+        }
+    }
+}
+
+/// A response body in a content coding the downloader cannot decode; see ``ContentCodingGuard``.
+struct UnsupportedContentEncoding: Error, Sendable {
+    /// The `Content-Encoding` the origin sent (at most 100 characters of it).
+    let encoding: String
+}
