@@ -40,6 +40,9 @@ public final class ConnectionLimits: Sendable {
         var open = 0
         /// The counted connections; a displaced one leaves at once (its place went to the connection that displaced it).
         var slots: [ObjectIdentifier: ConnectionSlot] = [:]
+        /// No connection can have waited ``displacementGrace`` before this: a connection's wait only restarts
+        /// later or ends, and new ones start now. So at the cap a newcomer is refused without a search until then.
+        var noDisplacementBefore = NIODeadline.uptimeNanoseconds(0)
     }
     private let state = Locked(State())
     private let hungUp = Locked<Set<ObjectIdentifier>>([])
@@ -56,8 +59,11 @@ public final class ConnectionLimits: Sendable {
     public var openConnections: Int { state.withLock { $0.open } }
 
     /// Open connections waiting for a request head now.
-    public var waitingConnections: Int {
-        state.withLock { state in state.slots.values.count { $0.waitingSince != nil } }
+    public var waitingConnections: Int { counts.waiting }
+
+    /// Connections open, and those of them waiting for a request head, read at one moment.
+    public var counts: (open: Int, waiting: Int) {
+        state.withLock { state in (state.open, state.slots.values.count { $0.waitingSince != nil }) }
     }
 
     /// The handlers for one new connection.
@@ -84,11 +90,16 @@ public final class ConnectionLimits: Sendable {
             var displaced: ConnectionSlot?
             if state.open < maxConnections {
                 state.open += 1
-            } else if let oldest = Self.claimLongestWaiting(in: state.slots, waitedSince: now - Self.displacementGrace) {
-                state.slots.removeValue(forKey: oldest.key)
-                displaced = oldest
             } else {
-                return (false, nil)
+                guard now >= state.noDisplacementBefore else { return (false, nil) }
+                switch Self.claimLongestWaiting(in: state.slots, now: now) {
+                case .claimed(let slot):
+                    state.slots.removeValue(forKey: slot.key)
+                    displaced = slot
+                case .none(let retryAt):
+                    state.noDisplacementBefore = retryAt
+                    return (false, nil)
+                }
             }
             state.slots[slot.key] = slot
             return (true, displaced)
@@ -102,20 +113,28 @@ public final class ConnectionLimits: Sendable {
         return entered ? slot : nil
     }
 
-    /// The connection that has waited longest, since `waitedSince` or before, taken so it no longer counts as
-    /// waiting; nil when there is none. A connection whose head arrives meanwhile is passed over.
-    private static func claimLongestWaiting(
-        in slots: [ObjectIdentifier: ConnectionSlot], waitedSince limit: NIODeadline
-    ) -> ConnectionSlot? {
+    /// What a search for a connection to displace found.
+    private enum Displacement {
+        /// This connection, now taken: it no longer counts as waiting.
+        case claimed(ConnectionSlot)
+        /// None has waited ``displacementGrace``; none can have before `retryAt`.
+        case none(retryAt: NIODeadline)
+    }
+
+    /// Takes the connection that has waited longest, when it has waited ``displacementGrace`` by `now`. A
+    /// connection whose head arrives meanwhile is passed over.
+    private static func claimLongestWaiting(in slots: [ObjectIdentifier: ConnectionSlot], now: NIODeadline) -> Displacement {
         var passedOver = Set<ObjectIdentifier>()
         while true {
             var oldest: (slot: ConnectionSlot, since: NIODeadline)?
             for slot in slots.values where !passedOver.contains(slot.key) {
-                guard let since = slot.waitingSince, since <= limit, since < oldest?.since ?? .distantFuture else { continue }
+                guard let since = slot.waitingSince, since < oldest?.since ?? .distantFuture else { continue }
                 oldest = (slot, since)
             }
-            guard let oldest else { return nil }
-            if oldest.slot.claim(since: oldest.since) { return oldest.slot }
+            guard let oldest, oldest.since + displacementGrace <= now else {
+                return .none(retryAt: min(oldest?.since ?? now, now) + displacementGrace)
+            }
+            if oldest.slot.claim(since: oldest.since) { return .claimed(oldest.slot) }
             passedOver.insert(oldest.slot.key)
         }
     }
@@ -123,7 +142,9 @@ public final class ConnectionLimits: Sendable {
     /// Counts `slot`'s connection out, unless it was displaced (its place went on to another connection).
     func leave(_ slot: ConnectionSlot) {
         state.withLock { state in
-            if state.slots.removeValue(forKey: slot.key) != nil { state.open -= 1 }
+            guard state.slots[slot.key] === slot else { return }
+            state.slots.removeValue(forKey: slot.key)
+            state.open -= 1
         }
     }
 }

@@ -31,6 +31,8 @@ enum HTTPDate {
     /// or C's asctime form (`Sun Nov  6 08:49:37 1994`); nil for anything else, or a date that does not exist.
     /// An RFC 850 two-digit year is the latest year with those digits not more than 50 years ahead of `now`.
     static func parse(_ text: String, now: Date = Date()) -> Int? {
+        // The longest form is 38 bytes (RFC 850 on a Wednesday); a longer value is not split.
+        guard text.utf8.count <= 64 else { return nil }
         let parts = text.split(separator: " ", omittingEmptySubsequences: true)
         switch parts.count {
         case 6 where parts[5] == "GMT" && weekdays.contains(String(parts[0].dropLast())) && parts[0].last == ",":
@@ -59,18 +61,17 @@ enum HTTPDate {
               let day = number(dayText), let hour = number(clock[0]), let minute = number(clock[1]),
               let second = number(clock[2]), hour < 24, minute < 60, second <= 60 else { return nil }
         if yearDigits == 2 {
-            let current = civil(fromDays: seconds(of: now) / 86_400).year
-            year += current - current % 100
-            if year > current + 50 { year -= 100 }
+            let latest = civil(fromDays: seconds(of: now) / 86_400).year + 50
+            year = latest - (latest - year) % 100
         }
         guard year >= 1, day >= 1, day <= daysIn(month: month, year: year) else { return nil }
         // A leap second (60) is read as the last second of its minute.
         return days(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + min(second, 59)
     }
 
-    /// The value of ASCII decimal digits; nil for anything else.
+    /// The value of one to nine ASCII decimal digits; nil for anything else.
     private static func number(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        guard (1...9).contains(text.utf8.count), text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
         return text.utf8.reduce(0) { $0 * 10 + Int($1 - 0x30) }
     }
 

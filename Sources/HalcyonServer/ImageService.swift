@@ -89,7 +89,8 @@ public final class ImageService: Sendable {
 
     /// The `/metrics` answer.
     public func metricsResponse() -> Response {
-        metrics.connections(open: connections.openConnections, waiting: connections.waitingConnections)
+        let counts = connections.counts
+        metrics.connections(open: counts.open, waiting: counts.waiting)
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))

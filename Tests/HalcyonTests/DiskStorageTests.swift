@@ -499,7 +499,8 @@ struct DiskStorageTests {
         let deadline = Date().addingTimeInterval(20)
         while stored < 100, Date() < deadline, process.isRunning {
             try await Task.sleep(nanoseconds: 2_000_000)
-            stored = ((try? FileManager.default.contentsOfDirectory(atPath: cacheDirectory.path)) ?? []).count
+            // Entry files only: a temporary file (dot-prefixed) being written is not an entry yet.
+            stored = ((try? FileManager.default.contentsOfDirectory(atPath: cacheDirectory.path)) ?? []).count { !$0.hasPrefix(".") }
         }
         #expect(process.isRunning, "the writer must still be writing when killed")
         kill(process.processIdentifier, SIGKILL)

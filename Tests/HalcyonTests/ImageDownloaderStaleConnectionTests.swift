@@ -27,17 +27,7 @@ import Testing
 
     /// Runs `body` with a new downloader (5 s timeout) against `origin`, then shuts both down.
     func run(_ origin: RawHTTPOrigin, _ body: (ImageDownloader) async throws -> Void) async rethrows {
-        let downloader = ImageDownloader(name: "stale")
-        downloader.downloadTimeout = 5
-        do {
-            try await body(downloader)
-        } catch {
-            await downloader.shutdown()
-            await origin.shutdown()
-            throw error
-        }
-        await downloader.shutdown()
-        await origin.shutdown()
+        try await origin.withDownloader(name: "stale", body)
     }
 
     static let image = RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png", body: ImageDownloaderTests.png)

@@ -24,12 +24,13 @@ final class ContentCodingGuard: ChannelInboundHandler {
             context.fireChannelRead(data)
             return
         }
-        switch Self.coding(head.headers[canonicalForm: "content-encoding"]) {
-        case .some(let coding):
+        let coding = Self.coding(head.headers[canonicalForm: "content-encoding"])
+        switch coding {
+        case .identity, .decoded:
             head.headers.remove(name: "content-encoding")
-            if let coding { head.headers.add(name: "content-encoding", value: coding) }
+            if case .decoded(let name) = coding { head.headers.add(name: "content-encoding", value: name) }
             context.fireChannelRead(wrapInboundOut(.head(head)))
-        case .none:
+        case .unsupported:
             refused = true
             let named = head.headers[canonicalForm: "content-encoding"].joined(separator: ", ")
             context.fireErrorCaught(UnsupportedContentEncoding(encoding: String(named.prefix(100))))
@@ -37,15 +38,24 @@ final class ContentCodingGuard: ChannelInboundHandler {
         }
     }
 
-    /// The one coding the decompressor is to undo for `codings` (the header's list): `gzip` or `deflate`, or
-    /// nil for none (`.some(nil)`); nil when it cannot be decoded.
-    static func coding(_ codings: [Substring]) -> String?? {
+    /// What a body's list of content codings comes to.
+    enum Coding: Equatable {
+        /// No coding but `identity`: the body is as sent.
+        case identity
+        /// One coding the decompressor undoes, by the name it knows: `gzip` or `deflate`.
+        case decoded(String)
+        /// Another coding, or more than one.
+        case unsupported
+    }
+
+    /// What `codings` (the header's list) comes to.
+    static func coding(_ codings: [Substring]) -> Coding {
         let named = codings.map { $0.lowercased() }.filter { $0 != "identity" && !$0.isEmpty }
         switch named {
-        case []: return .some(nil)
-        case ["gzip"], ["x-gzip"]: return "gzip"
-        case ["deflate"]: return "deflate"
-        default: return nil
+        case []: return .identity
+        case ["gzip"], ["x-gzip"]: return .decoded("gzip")
+        case ["deflate"]: return .decoded("deflate")
+        default: return .unsupported
         }
     }
 }

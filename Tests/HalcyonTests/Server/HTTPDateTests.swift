@@ -21,6 +21,10 @@ struct HTTPDateTests {
         // A two-digit year more than 50 years ahead is the century before.
         #expect(HTTPDate.parse("Sunday, 06-Nov-94 08:49:37 GMT", now: now) == example)
         #expect(HTTPDate.parse("Thursday, 06-Nov-70 08:49:37 GMT", now: now) == HTTPDate.parse("Thu, 06 Nov 2070 08:49:37 GMT"))
+        // From 2050 on, low digits are in the next century: in 2070, 05 is 2105 and 21 is 2021.
+        let later = Date(timeIntervalSince1970: 3_155_760_000)
+        #expect(HTTPDate.parse("Friday, 06-Nov-05 08:49:37 GMT", now: later) == HTTPDate.parse("Fri, 06 Nov 2105 08:49:37 GMT"))
+        #expect(HTTPDate.parse("Saturday, 06-Nov-21 08:49:37 GMT", now: later) == HTTPDate.parse("Sat, 06 Nov 2021 08:49:37 GMT"))
     }
 
     @Test("Anything else is not a date: nonexistent days and times, other zones, other shapes")

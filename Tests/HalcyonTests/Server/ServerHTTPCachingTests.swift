@@ -92,6 +92,7 @@ struct ServerHTTPCachingTests {
         #expect(conditional.header("vary") == "Accept")
         await fixture.stop()
     }
+
     @Test("If-Modified-Since at or after Last-Modified is 304 (any of the three HTTP date forms); earlier, invalid, or overruled by If-None-Match is 200")
     func ifModifiedSince() async throws {
         let fixture = try await ServerFixture.start()

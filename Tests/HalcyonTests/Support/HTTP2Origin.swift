@@ -6,7 +6,7 @@ import NIOPosix
 import NIOSSL
 
 /// A loopback HTTP/2 origin over TLS (ALPN `h2`, a fixed self-signed certificate for `localhost`) that answers
-/// every request with one fixed status and body: for answers over HTTP/2 a real server would never send, such as
+/// every request with one fixed status, header fields and body: for answers over HTTP/2 a real server would never send, such as
 /// `:status: 099`. Clients must not verify its certificate.
 final class HTTP2Origin: Sendable {
     /// The port it listens on.
@@ -20,6 +20,11 @@ final class HTTP2Origin: Sendable {
 
     /// Starts an origin answering `:status` `status` with `body`.
     static func start(status: String, body: String) async throws -> HTTP2Origin {
+        try await start(status: status, bytes: Array(body.utf8))
+    }
+
+    /// Starts an origin answering `:status` `status`, then `fields`, with `bytes` as the body.
+    static func start(status: String, fields: [(String, String)] = [], bytes: [UInt8]) async throws -> HTTP2Origin {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(certificate.utf8)).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(privateKey.utf8), format: .pem)))
@@ -33,7 +38,7 @@ final class HTTP2Origin: Sendable {
                 }.flatMap {
                     channel.configureHTTP2Pipeline(mode: .server) { stream in
                         stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandler(Answer(status: status, body: body))
+                            try stream.pipeline.syncOperations.addHandler(Answer(status: status, fields: fields, body: bytes))
                         }
                     }.map { _ in }
                 }
@@ -58,18 +63,20 @@ final class HTTP2Origin: Sendable {
         typealias InboundIn = HTTP2Frame.FramePayload
         typealias OutboundOut = HTTP2Frame.FramePayload
         let status: String
-        let body: String
+        let fields: [(String, String)]
+        let body: [UInt8]
 
-        init(status: String, body: String) {
+        init(status: String, fields: [(String, String)], body: [UInt8]) {
             self.status = status
+            self.fields = fields
             self.body = body
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard case .headers(let request) = unwrapInboundIn(data), request.endStream else { return }
-            let headers = HPACKHeaders([(":status", status), ("content-length", String(body.utf8.count))])
+            let headers = HPACKHeaders([(":status", status)] + fields + [("content-length", String(body.count))])
             context.write(wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
-            let buffer = context.channel.allocator.buffer(string: body)
+            let buffer = context.channel.allocator.buffer(bytes: body)
             context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
         }
     }

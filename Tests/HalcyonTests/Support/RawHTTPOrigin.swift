@@ -1,4 +1,5 @@
 import Foundation
+import Halcyon
 import NIOCore
 import NIOPosix
 
@@ -52,6 +53,21 @@ final class RawHTTPOrigin: Sendable {
             .get()
         guard let port = channel.localAddress?.port else { throw CancellationError() }
         return RawHTTPOrigin(port: port, channel: channel)
+    }
+
+    /// Runs `body` with a new downloader (5 s timeout) for this origin, then shuts both down, also when `body` throws.
+    func withDownloader(name: String, _ body: (ImageDownloader) async throws -> Void) async rethrows {
+        let downloader = ImageDownloader(name: name)
+        downloader.downloadTimeout = 5
+        do {
+            try await body(downloader)
+        } catch {
+            await downloader.shutdown()
+            await shutdown()
+            throw error
+        }
+        await downloader.shutdown()
+        await shutdown()
     }
 
     /// The URL of `path` on this origin.
