@@ -28,6 +28,10 @@ struct ImageDownloaderContentCodingTests {
                                             body: Data(PNGFile.gzipStored(PNGFile.gzipStored(raw))))
             case "/redirect":
                 return RawHTTPOrigin.answer("HTTP/1.1 302 Found\r\nLocation: /x-gzip\r\nContent-Encoding: br", body: Data("moved".utf8))
+            case "/redirect-empty-gzip":
+                return RawHTTPOrigin.answer("HTTP/1.1 302 Found\r\nLocation: /x-gzip\r\nContent-Encoding: gzip")
+            case "/redirect-broken-deflate":
+                return RawHTTPOrigin.answer("HTTP/1.1 301 Moved\r\nLocation: /deflate\r\nContent-Encoding: deflate", body: Data("moved".utf8))
             default: return RawHTTPOrigin.answer("HTTP/1.1 404 Not Found")
             }
         }
@@ -40,10 +44,11 @@ struct ImageDownloaderContentCodingTests {
         try await origin.withDownloader(name: "codings") { downloader in try await body(png, origin, downloader) }
     }
 
-    @Test("gzip, x-gzip and deflate are decoded, in any case and with identity listed around them")
+    @Test("gzip, x-gzip and deflate are decoded, in any case and with identity listed around them; a redirect's coding is never decoded")
     func decodable() async throws {
         try await Self.withOrigin { png, origin, downloader in
-            for path in ["/x-gzip", "/upper", "/listed", "/two-fields", "/deflate", "/identity", "/redirect"] {
+            for path in ["/x-gzip", "/upper", "/listed", "/two-fields", "/deflate", "/identity", "/redirect",
+                         "/redirect-empty-gzip", "/redirect-broken-deflate"] {
                 do {
                     let result = try await downloader.downloadImage(with: origin.url(path))
                     #expect(result.originalData == png, "\(path)")

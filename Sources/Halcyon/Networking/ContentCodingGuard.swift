@@ -10,7 +10,8 @@ import NIOHTTP1
 /// handler sits next to ``ResponseStatusGuard`` and, for a 2xx head: drops `identity` from the list; rewrites a
 /// single `x-gzip` as `gzip` (and a list that leaves one `gzip` or `deflate` as that one coding); and refuses any
 /// other coding, or more than one, with ``UnsupportedContentEncoding``, closing the connection (HTTP/1) or the
-/// stream (HTTP/2) and dropping the rest of its input. Other statuses' bodies are read only to be dropped.
+/// stream (HTTP/2) and dropping the rest of its input. Other statuses' bodies are only drained or dropped, so
+/// their `Content-Encoding` is removed: an empty or broken body under a coding must not fail a redirect.
 final class ContentCodingGuard: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias InboundOut = HTTPClientResponsePart
@@ -19,9 +20,15 @@ final class ContentCodingGuard: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
-        guard case .head(var head) = unwrapInboundIn(data), (200..<300).contains(head.status.code),
-              head.headers.contains(name: "content-encoding") else {
+        guard case .head(var head) = unwrapInboundIn(data), head.headers.contains(name: "content-encoding") else {
             context.fireChannelRead(data)
+            return
+        }
+        // Other statuses' bodies are drained or dropped, never decoded: an empty or broken body under a coding
+        // must not fail a redirect.
+        guard (200..<300).contains(head.status.code) else {
+            head.headers.remove(name: "content-encoding")
+            context.fireChannelRead(wrapInboundOut(.head(head)))
             return
         }
         let coding = Self.coding(head.headers[canonicalForm: "content-encoding"])
