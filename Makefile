@@ -37,7 +37,7 @@ run: build
 ##       up to 8.6 s late, past the 10 s waits of tests that then failed; with 6 at once, at most 0.9 s, in
 ##       the same total time.
 PARALLEL_TESTS ?= 6
-TIMED_SUITES := ServerCachedHitTests|RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerTests|ServerSafetyTests|ServerGateTests|CLITests|RedisClientTests|ServerSharedStorageTests
+TIMED_SUITES := ServerCachedHitTests|RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|ServerSlowReaderTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerTests|ServerSafetyTests|ServerGateTests|CLITests|RedisClientTests|ServerSharedStorageTests
 test: test-deps
 	$(SWIFT) build --build-tests
 	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(PARALLEL_TESTS) $(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'
@@ -51,7 +51,7 @@ test-asan: deps
 ## test-tsan: the downloader, cache, manager, prefetcher and view-target tests (with the 1000-caller
 ##            stress test) under ThreadSanitizer (own build folder). Any report fails the run. Built without the
 ##            default OpenTelemetry trait: swift-otel 1.6 does not compile with -sanitize=thread on Swift 6.3.
-TSAN_SUITES := LockedTests|ServerGateTests|ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests|KingfisherParityTests|RedisClientTests|DataStorageTierTests|ProgressiveJPEGTests|KingfisherDataAPITests|KingfisherTaskUpdatedTests|KingfisherCacheAPITests|HCBuilderTests|NetworkRetryStrategyTests|KingfisherErrorPayloadTests|ImageDownloaderStaleConnectionTests|ImageDownloaderContentCodingTests|ResponseStatusGuardHTTP2Tests|ServerKeepAliveTests|ServerHostileTrafficTests/(connection|pipelined)
+TSAN_SUITES := LockedTests|ServerGateTests|ImageDownloaderTests|ImageDownloadRequestTests|ResumableDataStoreTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|HalcyonManagerPipelineFixTests|PipelineStageTests|PipelineRegressionTests/(joinerWith|missOpens|priorityDrops|scaleIs)|HalcyonOptionsTests|ImagePrefetcherTests|ImageSettableTests|ManagerStressTests|ImageConcurrencyTests|KingfisherParityTests|RedisClientTests|DataStorageTierTests|ProgressiveJPEGTests|KingfisherDataAPITests|KingfisherTaskUpdatedTests|KingfisherCacheAPITests|HCBuilderTests|NetworkRetryStrategyTests|KingfisherErrorPayloadTests|ImageDownloaderStaleConnectionTests|ImageDownloaderContentCodingTests|ResponseStatusGuardHTTP2Tests|ServerKeepAliveTests|ServerHostileTrafficTests/(connection|pipelined)|ServerSlowReaderTests/stalled
 test-tsan: deps
 	TSAN_OPTIONS=halt_on_error=0 $(SWIFT) test --disable-xctest --no-parallel --sanitize=thread --disable-default-traits --scratch-path .build/tsan --filter '$(TSAN_SUITES)'
 

@@ -10,18 +10,24 @@ import Synchronization
 /// half-closed connections open, so a request learns of a gone client only
 /// through ``clientHungUp(_:)``).
 ///
+/// A client that stops reading is bounded too: a connection whose pending
+/// output (an answer not yet written out, or more than the channel's write
+/// buffer) makes no progress for ``writeTimeout`` is reset, as nginx's
+/// `send_timeout` with `reset_timedout_connection` does.
+///
 /// At the cap, as nginx does, a new connection takes the place of the
-/// connection that has waited longest for a request head (a new or idle
-/// keep-alive connection, or one trickling its head), which is closed, when
-/// that one has waited at least ``displacementGrace``; otherwise the new one
-/// is closed at once. A connection waits from its start, and again once no
-/// request is in flight on it and its last answer has been written out; a
-/// pipelined request or a slow reader keeps it busy (a client that stops
-/// reading is bounded by Hummingbird's idle timeout). So silent sockets
-/// cannot keep real clients out, and a flood of new connections cannot push
-/// out clients whose request is on its way; the price is that while such a
-/// flood comes faster than the connections can age, every newcomer is
-/// refused, health checks included.
+/// connection that has waited longest, which is closed, when that one has
+/// waited at least ``displacementGrace``; otherwise the new one is closed at
+/// once. A connection waits for its client: for a request head from its
+/// start, and again once no request is in flight on it and its last answer
+/// has been written out (a new or idle keep-alive connection, or one
+/// trickling its head); and for the client to read, from the last progress
+/// of pending output (a client that stopped reading). A request being worked
+/// on, or an answer being read, keeps it busy. So silent sockets cannot keep
+/// real clients out, and a flood of new connections cannot push out clients
+/// whose request is on its way; the price is that while such a flood comes
+/// faster than the connections can age, every newcomer is refused, health
+/// checks included.
 ///
 /// One lock guards the count and the set of connections; it is taken when a
 /// connection opens or closes, not per request: each connection records when
@@ -33,7 +39,9 @@ public final class ConnectionLimits: Sendable {
     /// Time a client has to send a whole request head, from the connection's
     /// start or from when the previous answer has been written out.
     public let headerTimeout: TimeAmount
-    /// How long a connection must have waited for a request head before a new connection may displace it.
+    /// Time pending output may go without progress (the client reading) before the connection is reset.
+    public let writeTimeout: TimeAmount
+    /// How long a connection must have waited for its client before a new connection may displace it.
     public static let displacementGrace = TimeAmount.seconds(1)
 
     private struct State {
@@ -46,22 +54,26 @@ public final class ConnectionLimits: Sendable {
     }
     private let state = Locked(State())
     private let hungUp = Locked<Set<ObjectIdentifier>>([])
-    private let metrics: ServerMetrics?
+    let metrics: ServerMetrics?
 
-    /// Makes the limits; `metrics`, when given, counts the connections displaced and refused at the cap.
-    public init(maxConnections: Int, headerTimeout: TimeAmount, metrics: ServerMetrics? = nil) {
+    /// Makes the limits; `metrics`, when given, counts the connections displaced and refused at the cap, and
+    /// those reset for a client that did not read.
+    public init(
+        maxConnections: Int, headerTimeout: TimeAmount, writeTimeout: TimeAmount = .seconds(10), metrics: ServerMetrics? = nil
+    ) {
         self.maxConnections = max(1, maxConnections)
         self.headerTimeout = headerTimeout
+        self.writeTimeout = writeTimeout
         self.metrics = metrics
     }
 
     /// Connections open now.
     public var openConnections: Int { state.withLock { $0.open } }
 
-    /// Open connections waiting for a request head now.
+    /// Open connections waiting for their client now (for a request head, or to read an answer).
     public var waitingConnections: Int { counts.waiting }
 
-    /// Connections open, and those of them waiting for a request head, read at one moment.
+    /// Connections open, and those of them waiting for their client, read at one moment.
     public var counts: (open: Int, waiting: Int) {
         state.withLock { state in (state.open, state.slots.values.count { $0.waitingSince != nil }) }
     }
@@ -81,7 +93,7 @@ public final class ConnectionLimits: Sendable {
     }
 
     /// Counts `channel` in, waiting for its first request head; nil (not counted) when the cap is reached and no
-    /// connection has waited ``displacementGrace`` for a head. At the cap, the connection waiting longest is closed
+    /// connection has waited ``displacementGrace`` for its client. At the cap, the connection waiting longest is closed
     /// and `channel` takes its place.
     func enter(_ channel: any Channel) -> ConnectionSlot? {
         let slot = ConnectionSlot(channel: channel)
@@ -149,10 +161,11 @@ public final class ConnectionLimits: Sendable {
     }
 }
 
-/// One counted connection's state that others read: since when it waits for a request head.
+/// One counted connection's state that others read: since when it waits for its client (for a request head, or
+/// for pending output to move).
 ///
-/// Written on the connection's event loop (a head arrived, an answer was written out) without the limits' lock;
-/// read, and claimed for displacement, under it.
+/// Written on the connection's event loop (a head arrived, an answer was written out, output moved) without the
+/// limits' lock; read, and claimed for displacement, under it.
 final class ConnectionSlot: Sendable {
     let channel: any Channel
     let key: ObjectIdentifier
@@ -165,19 +178,19 @@ final class ConnectionSlot: Sendable {
         self.since = Atomic(max(1, NIODeadline.now().uptimeNanoseconds))
     }
 
-    /// Since when the connection waits for a request head; nil while it does not.
+    /// Since when the connection waits for its client; nil while it does not.
     var waitingSince: NIODeadline? {
         let value = since.load(ordering: .relaxed)
         return value == 0 ? nil : .uptimeNanoseconds(value)
     }
 
-    /// Records that the connection waits for a request head from now on.
+    /// Records that the connection waits for its client from now on.
     func startWaiting() { since.store(max(1, NIODeadline.now().uptimeNanoseconds), ordering: .relaxed) }
 
-    /// Records that a request head arrived.
+    /// Records that the connection is busy: a request is being worked on, or its answer is being read.
     func stopWaiting() { since.store(0, ordering: .relaxed) }
 
-    /// Takes the connection for displacement if it still waits since `expected`; false when a head came meanwhile.
+    /// Takes the connection for displacement if it still waits since `expected`; false when its client moved meanwhile.
     func claim(since expected: NIODeadline) -> Bool {
         since.compareExchange(expected: expected.uptimeNanoseconds, desired: 0, ordering: .acquiringAndReleasing).exchanged
     }

@@ -1,32 +1,47 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOHTTPTypes
 
 /// Watches one connection for ``ConnectionLimits``: counts it in (or closes
 /// it at once when the cap is reached and no connection can make room),
-/// records while it waits for a request head, closes it when a head does not
-/// arrive in time, records a client's end of input, and counts it out when it
-/// closes.
+/// records while it waits for its client, closes it when a request head does
+/// not arrive in time, resets it when its client stops reading, records a
+/// client's end of input, and counts it out when it closes.
 ///
-/// A connection waits from its start, and again once no request is in
-/// flight on it and its last answer has been written out (a pipelined
-/// request or a slow reader is not waiting); it stops when a request head has
-/// been decoded. One timer at a time checks the head's deadline: a written
-/// answer moves the deadline and a head clears it, so a busy keep-alive
-/// connection schedules a timer once per timeout, not once per request, and
-/// no lock is taken per request.
+/// A connection waits for a request head from its start, and again once no
+/// request is in flight on it and its last answer has been written out; it
+/// stops when a head has been decoded. Output is stuck when a flush leaves an
+/// answer's end unwritten, or the channel stops being writable; until it is
+/// all written out, the connection waits for its client to read, from the
+/// last progress: an answer written out, the channel writable again, or
+/// fewer bytes buffered than at the last look (looked at every
+/// ``progressInterval``). One timer at a time checks the deadlines: a written
+/// answer moves the head's deadline and a head clears it, so a busy
+/// keep-alive connection schedules a timer about once per timeout, not once
+/// per request, and no lock is taken per request.
 final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
+
+    /// How often stuck output is looked at for progress: well inside ``ConnectionLimits/displacementGrace``, so a
+    /// client that reads slowly but steadily is never taken for one that stopped.
+    static let progressInterval = TimeAmount.milliseconds(400)
 
     private let limits: ConnectionLimits
     /// The connection's place in the limits; nil when it was not counted in, or once it has left.
     private var slot: ConnectionSlot?
     /// Requests whose head was read and whose answer's end has not been written yet.
     private var inFlight = 0
-    private var timer: Scheduled<Void>?
+    /// Answer ends passed on whose write has not completed yet.
+    private var unsentEnds = 0
     /// When the awaited request head is due; nil while none is awaited.
-    private var deadline: NIODeadline?
-    /// Taken out of the pipeline: written answers no longer arm a timer.
+    private var headDeadline: NIODeadline?
+    /// While output is stuck: when it last moved, and the bytes the channel buffered then.
+    private var stuck: (since: NIODeadline, buffered: Int)?
+    private var timer: (task: Scheduled<Void>, due: NIODeadline)?
+    /// Taken out of the pipeline: nothing is tracked or timed any more.
     private var removed = false
 
     init(limits: ConnectionLimits) { self.limits = limits }
@@ -37,13 +52,14 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
             context.close(promise: nil)
             return
         }
-        armHeaderTimer(context)
+        awaitHead(context)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         removed = true
-        deadline = nil
-        timer?.cancel()
+        headDeadline = nil
+        stuck = nil
+        timer?.task.cancel()
         timer = nil
         if let slot {
             self.slot = nil
@@ -56,8 +72,9 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
         if case .head = unwrapInboundIn(data) {
             inFlight += 1
             if inFlight == 1 {
-                slot?.stopWaiting()
-                deadline = nil
+                headDeadline = nil
+                // A client that stopped reading still waits to read, whatever it sends.
+                if stuck == nil { slot?.stopWaiting() }
             }
         }
         context.fireChannelRead(data)
@@ -68,6 +85,11 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.fireUserInboundEventTriggered(event)
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if !removed { outputMoved(context) }
+        context.fireChannelWritabilityChanged()
+    }
+
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         // An end without a head (the answer to a head that could not be parsed) leaves nothing in flight.
         guard case .end = unwrapOutboundIn(data), !removed else {
@@ -75,46 +97,106 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
             return
         }
         inFlight = max(0, inFlight - 1)
-        guard inFlight == 0 else {
-            context.write(data, promise: promise)
-            return
-        }
+        unsentEnds += 1
         let written = promise ?? context.eventLoop.makePromise()
         context.write(data, promise: written)
         let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        written.futureResult.whenSuccess {
-            // Still nothing in flight once the answer is out (no pipelined head arrived meanwhile).
+        written.futureResult.whenComplete { _ in
             let (handler, context) = loopBound.value
-            guard handler.inFlight == 0, !handler.removed else { return }
-            handler.slot?.startWaiting()
-            handler.armHeaderTimer(context)
+            guard !handler.removed else { return }
+            handler.unsentEnds -= 1
+            handler.outputMoved(context)
         }
     }
 
-    // MARK: - Header deadline
-
-    /// Awaits a request head from now on; schedules the check unless one is pending (it fires no later than this deadline).
-    private func armHeaderTimer(_ context: ChannelHandlerContext) {
-        let due = NIODeadline.now() + limits.headerTimeout
-        deadline = due
-        if timer == nil { schedule(at: due, context) }
+    func flush(context: ChannelHandlerContext) {
+        context.flush()
+        // Usually every answer is written out within the flush; what is left waits for the client.
+        if unsentEnds > 0, stuck == nil, !removed { outputMoved(context) }
     }
 
-    private func schedule(at due: NIODeadline, _ context: ChannelHandlerContext) {
+    // MARK: - Waiting
+
+    /// Records progress of the output, or its getting stuck: while it is stuck the client waits to read from now
+    /// on; once it is all out, a request head is awaited from now on when no request is in flight.
+    private func outputMoved(_ context: ChannelHandlerContext) {
+        guard unsentEnds == 0, context.channel.isWritable else {
+            let now = NIODeadline.now()
+            stuck = (now, bufferedBytes(context))
+            slot?.startWaiting()
+            arm(at: now + min(Self.progressInterval, limits.writeTimeout), context)
+            return
+        }
+        stuck = nil
+        if inFlight == 0 {
+            awaitHead(context)
+        } else {
+            slot?.stopWaiting()
+        }
+    }
+
+    /// Awaits a request head from now on.
+    private func awaitHead(_ context: ChannelHandlerContext) {
+        slot?.startWaiting()
+        let due = NIODeadline.now() + limits.headerTimeout
+        headDeadline = due
+        arm(at: due, context)
+    }
+
+    /// Bytes written to the channel and not yet to its socket.
+    private func bufferedBytes(_ context: ChannelHandlerContext) -> Int {
+        (try? context.channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+    }
+
+    // MARK: - Deadlines
+
+    /// Makes sure the check runs no later than `due`: keeps a pending timer that fires earlier (it finds the later
+    /// deadline then and waits on), replaces one that fires later.
+    private func arm(at due: NIODeadline, _ context: ChannelHandlerContext) {
+        if let timer {
+            guard timer.due > due else { return }
+            timer.task.cancel()
+        }
         let loopBound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
-        timer = context.eventLoop.scheduleTask(deadline: due) {
+        let task = context.eventLoop.scheduleTask(deadline: due) {
             loopBound.value.handler.check(loopBound.value.context)
         }
+        timer = (task, due)
     }
 
-    /// Closes the connection when the awaited head is overdue; checks again at a later deadline.
+    /// Resets the connection when its stuck output has not moved for the write timeout, closes it when the
+    /// awaited head is overdue; otherwise checks again at the next deadline (stuck output every
+    /// ``progressInterval``).
     private func check(_ context: ChannelHandlerContext) {
         timer = nil
-        guard let deadline else { return }
-        if deadline <= .now() {
-            context.close(promise: nil)
-        } else {
-            schedule(at: deadline, context)
+        guard !removed else { return }
+        let now = NIODeadline.now()
+        var next = headDeadline
+        if let stuck {
+            let buffered = bufferedBytes(context)
+            if buffered < stuck.buffered {
+                self.stuck = (now, buffered)
+                slot?.startWaiting()
+            } else if stuck.since + limits.writeTimeout <= now {
+                return reset(context)
+            }
+            let since = self.stuck?.since ?? now
+            let probe = min(now + Self.progressInterval, since + limits.writeTimeout)
+            next = min(next ?? probe, probe)
         }
+        if let headDeadline, headDeadline <= now {
+            context.close(promise: nil)
+        } else if let next {
+            arm(at: next, context)
+        }
+    }
+
+    /// Counts and resets the connection: the answers its client did not read are dropped from the kernel's
+    /// buffers too, not kept for an orderly close.
+    private func reset(_ context: ChannelHandlerContext) {
+        limits.metrics?.connectionWriteTimedOut()
+        let channel = context.channel
+        guard let socket = channel as? any SocketOptionProvider else { return context.close(promise: nil) }
+        socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
     }
 }

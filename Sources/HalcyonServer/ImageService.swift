@@ -67,7 +67,7 @@ public final class ImageService: Sendable {
         memoryBudget = MemoryBudget(capacity: configuration.memoryBudgetMegabytes * 1024 * 1024)
         connections = ConnectionLimits(
             maxConnections: configuration.maxConnections, headerTimeout: .nanoseconds(Int64(configuration.headerTimeout * 1e9)),
-            metrics: metrics)
+            writeTimeout: .nanoseconds(Int64(configuration.writeTimeout * 1e9)), metrics: metrics)
         admission = WorkAdmission(
             limiter: InFlightLimiter(limit: configuration.maxInFlight, queue: configuration.maxQueue),
             queueTimeout: .seconds(configuration.queueTimeout),

@@ -64,9 +64,13 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var idleTimeout = 10.0
     /// Seconds a client has to send the head of each request (slowloris guard). Default 10.
     public var headerTimeout = 10.0
+    /// Seconds an answer may wait for the client to read any of it (nginx's
+    /// `send_timeout`): a connection whose pending output makes no progress for
+    /// this long is reset, and its pending answers are dropped. Default 10.
+    public var writeTimeout = 10.0
     /// Most open client connections. Past it a new connection replaces the one
-    /// that has waited longest for a request head, if that one has waited at
-    /// least 1 s, or is closed at once. Default 2048, lowered to leave 128 file
+    /// that has waited longest for its client (for a request head, or to read
+    /// an answer), if that one has waited at least 1 s, or is closed at once. Default 2048, lowered to leave 128 file
     /// descriptors free under the process's limit.
     public var maxConnections = ServerConfiguration.defaultMaxConnections
     /// `Cache-Control: max-age` of successful responses, seconds. Default 31536000.
@@ -181,8 +185,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard diskCacheMegabytes >= 0, memoryCacheMegabytes >= 0, responseCacheMegabytes >= 0 else {
             throw ConfigurationError(message: "cache sizes must not be negative")
         }
-        guard queueTimeout >= 0, shutdownTimeout >= 0, idleTimeout > 0, headerTimeout > 0 else {
-            throw ConfigurationError(message: "timeouts must not be negative (idle and header timeouts above 0)")
+        guard queueTimeout >= 0, shutdownTimeout >= 0, idleTimeout > 0, headerTimeout > 0, writeTimeout > 0 else {
+            throw ConfigurationError(message: "timeouts must not be negative (idle, header and write timeouts above 0)")
         }
         guard (0...65535).contains(port), metricsPort.map({ (0...65535).contains($0) }) ?? true else {
             throw ConfigurationError(message: "ports must be in 0...65535")
@@ -286,6 +290,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         if let v = try env.double("HALCYON_SHUTDOWN_TIMEOUT") { shutdownTimeout = v }
         if let v = try env.double("HALCYON_IDLE_TIMEOUT") { idleTimeout = v }
         if let v = try env.double("HALCYON_HEADER_TIMEOUT") { headerTimeout = v }
+        if let v = try env.double("HALCYON_WRITE_TIMEOUT") { writeTimeout = v }
         if let v = try env.int("HALCYON_MAX_CONNECTIONS") { maxConnections = v }
     }
 
@@ -335,6 +340,7 @@ private struct PartialConfiguration: Decodable {
     var shutdownTimeout: Double?
     var idleTimeout: Double?
     var headerTimeout: Double?
+    var writeTimeout: Double?
     var maxConnections: Int?
     var cacheMaxAge: Int?
     var cacheDirectory: String?
@@ -386,6 +392,7 @@ private struct PartialConfiguration: Decodable {
         if let shutdownTimeout { c.shutdownTimeout = shutdownTimeout }
         if let idleTimeout { c.idleTimeout = idleTimeout }
         if let headerTimeout { c.headerTimeout = headerTimeout }
+        if let writeTimeout { c.writeTimeout = writeTimeout }
         if let maxConnections { c.maxConnections = maxConnections }
         if let cacheMaxAge { c.cacheMaxAge = cacheMaxAge }
         if let cacheDirectory { c.cacheDirectory = cacheDirectory }

@@ -27,6 +27,7 @@ public final class ServerMetrics: Sendable {
     private let waitingConnections: CoreMetrics.Gauge
     private let displacedConnections: CoreMetrics.Counter
     private let refusedConnections: CoreMetrics.Counter
+    private let writeTimedOutConnections: CoreMetrics.Counter
 
     /// Makes metrics on a fresh registry.
     public init() {
@@ -48,6 +49,7 @@ public final class ServerMetrics: Sendable {
         waitingConnections = CoreMetrics.Gauge(label: "halcyon_connections_waiting", factory: factory)
         displacedConnections = Counter(label: "halcyon_connections_displaced_total", factory: factory)
         refusedConnections = Counter(label: "halcyon_connections_refused_total", factory: factory)
+        writeTimedOutConnections = Counter(label: "halcyon_connections_write_timeouts_total", factory: factory)
     }
 
     /// Records the connections open and those waiting for a request head (set when `/metrics` is read).
@@ -61,6 +63,9 @@ public final class ServerMetrics: Sendable {
 
     /// Counts a new connection closed at once because the cap was reached and none could make room.
     public func connectionRefused() { refusedConnections.increment() }
+
+    /// Counts a connection reset because its pending output made no progress for the write timeout.
+    public func connectionWriteTimedOut() { writeTimedOutConnections.increment() }
 
     /// Counts a finished request by route and status.
     public func request(route: String, status: Int) {

@@ -37,7 +37,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Seconds shutdown waits for requests before cancelling them.") var shutdownTimeout: Double?
     @Option(help: "Seconds an idle keep-alive connection stays open.") var idleTimeout: Double?
     @Option(help: "Seconds a client has to send a request head.") var headerTimeout: Double?
-    @Option(help: "Most open client connections; past it, a new one replaces the one waiting longest (1 s or more) for a request.") var maxConnections: Int?
+    @Option(help: "Seconds an answer may wait for the client to read any of it before the connection is reset.") var writeTimeout: Double?
+    @Option(help: "Most open client connections; past it, a new one replaces the one waiting longest (1 s or more) for its client.") var maxConnections: Int?
     @Option(help: "Largest source in bytes.") var maxSourceBytes: Int?
     @Option(help: "Largest source in megapixels.") var maxSourceMegapixels: Double?
     @Option(help: "Most animation frames.") var maxFrames: Int?
@@ -108,6 +109,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let shutdownTimeout { settings.shutdownTimeout = shutdownTimeout }
         if let idleTimeout { settings.idleTimeout = idleTimeout }
         if let headerTimeout { settings.headerTimeout = headerTimeout }
+        if let writeTimeout { settings.writeTimeout = writeTimeout }
         if let maxConnections { settings.maxConnections = maxConnections }
         if let maxSourceBytes { settings.maxSourceBytes = maxSourceBytes }
         if let maxSourceMegapixels { settings.maxSourceMegapixels = maxSourceMegapixels }

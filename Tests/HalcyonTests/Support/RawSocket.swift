@@ -8,10 +8,14 @@ import Glibc
 final class RawSocket {
     private(set) var descriptor: Int32
 
-    /// Connects to 127.0.0.1:`port`; nil when the connection fails.
-    init?(port: Int, host: String = "127.0.0.1") {
+    /// Connects to 127.0.0.1:`port`; nil when the connection fails. `receiveBuffer`, when given, is the socket's
+    /// receive buffer in bytes (set before connecting, so the window offered to the server stays that small).
+    init?(port: Int, host: String = "127.0.0.1", receiveBuffer: Int32? = nil) {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { return nil }
+        if var size = receiveBuffer {
+            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -44,6 +48,19 @@ final class RawSocket {
             var buffer = [UInt8](repeating: 0, count: 4096)
             let count = recv(descriptor, &buffer, buffer.count, 0)
             if count <= 0 { return true }
+        }
+        return false
+    }
+
+    /// Whether the server reset the connection within `timeout`, seen without reading what it sent (a client that
+    /// never reads learns of a reset this way; an orderly close waits behind the unread bytes).
+    func resetByPeer(within timeout: TimeInterval) -> Bool {
+        var pollDescriptor = pollfd(fd: descriptor, events: 0, revents: 0)
+        let end = Date().addingTimeInterval(timeout)
+        while Date() < end {
+            guard poll(&pollDescriptor, 1, Int32(max(1, end.timeIntervalSinceNow * 1000))) > 0 else { continue }
+            guard pollDescriptor.revents & Int16(POLLNVAL) == 0 else { return false }
+            if pollDescriptor.revents & Int16(POLLERR | POLLHUP) != 0 { return true }
         }
         return false
     }

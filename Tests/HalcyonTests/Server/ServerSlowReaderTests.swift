@@ -1,0 +1,122 @@
+import Foundation
+import Halcyon
+import HalcyonServer
+import Testing
+
+/// Clients that stop reading their answers: the write timeout resets them, and at the cap they make room.
+@Suite("Server slow readers", .serialized)
+struct ServerSlowReaderTests {
+    /// A 1000×1000 noise PNG: its answer is megabytes, more than the socket buffers hold.
+    static func bigPNG() throws -> Data {
+        try RenderCancellationTests.noise(width: 1000, height: 1000).encoded(as: .png())
+    }
+
+    /// Opens a connection with a tiny receive window and pipelines `count` requests for `path` on it, reading nothing.
+    static func stall(port: Int, path: String, count: Int) throws -> RawSocket {
+        let socket = try #require(RawSocket(port: port, receiveBuffer: 4096))
+        socket.send(String(repeating: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: count))
+        return socket
+    }
+
+    /// Waits up to `seconds` for `condition`.
+    static func eventually(_ seconds: Double, _ condition: () -> Bool) async throws -> Bool {
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < end {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    @Test("a client that stops reading is reset once its answers make no progress for the write timeout; its slot is given back")
+    func writeTimeoutResets() async throws {
+        let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
+            config.writeTimeout = 1
+            config.headerTimeout = 30
+            config.idleTimeout = 30
+        }
+        defer { Task { await fixture.stop() } }
+        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
+        let warm = try await fixture.get(path, headers: [("Connection", "close")])
+        #expect(warm.status == 200 && warm.body.count > 2_000_000, "answer of \(warm.body.count) bytes")
+        let connections = fixture.server.service.connections
+        #expect(try await Self.eventually(2) { connections.openConnections == 0 })
+        let sent = ContinuousClock.now
+        let socket = try Self.stall(port: fixture.port, path: path, count: 4)
+        // A new connection waits for its head at first; this one waits for its client to read once answers are stuck.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(connections.counts == (1, 1), "the stalled connection does not count as waiting")
+        #expect(await offThePool { socket.resetByPeer(within: 5) }, "a client that read nothing was not reset")
+        let elapsed = ContinuousClock.now - sent
+        #expect(elapsed >= .milliseconds(900), "reset after \(elapsed), before the write timeout")
+        #expect(try await Self.eventually(1) { connections.openConnections == 0 }, "the reset connection still counts")
+        let metrics = ServerHostileTrafficTests.metricsText(fixture.server.service)
+        #expect(metrics.contains("halcyon_connections_write_timeouts_total 1\n"))
+        let after = try await fixture.get(path)
+        #expect(after.status == 200 && after.body == warm.body)
+        await fixture.stop()
+    }
+
+    @Test("a client that reads slowly but steadily keeps its connection past the write timeout")
+    func slowReaderKeepsConnection() async throws {
+        let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
+            config.writeTimeout = 2
+            config.headerTimeout = 30
+            config.idleTimeout = 30
+        }
+        defer { Task { await fixture.stop() } }
+        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
+        let warm = try await fixture.get(path, headers: [("Connection", "close")])
+        let socket = try Self.stall(port: fixture.port, path: path, count: 3)
+        // About 3 MB/s in bursts 0.2 s apart: the whole read takes longer than the timeout. (The server's kernel takes
+        // more of the answer only once a third of its send buffer, up to 4 MB, is free: ~0.5 s at this pace.)
+        let received = await offThePool { () -> Int in
+            var total = 0
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            let end = Date().addingTimeInterval(30)
+            while total < 3 * warm.body.count, Date() < end {
+                Thread.sleep(forTimeInterval: 0.2)
+                var chunk = 0
+                while chunk < min(600_000, 3 * warm.body.count - total) {
+                    let count = recv(socket.descriptor, &buffer, buffer.count, 0)
+                    guard count > 0 else { return total }
+                    chunk += count
+                }
+                total += chunk
+            }
+            return total
+        }
+        #expect(received >= 3 * warm.body.count, "read \(received) of \(3 * warm.body.count) bytes before the server gave up")
+        let metrics = ServerHostileTrafficTests.metricsText(fixture.server.service)
+        #expect(metrics.contains("halcyon_connections_write_timeouts_total 0\n"))
+        await fixture.stop()
+    }
+
+    @Test("at the cap, a connection whose client has not read for a second makes room for a new one")
+    func stalledConnectionIsDisplaced() async throws {
+        let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
+            config.maxConnections = 1
+            config.writeTimeout = 30
+            config.headerTimeout = 30
+            config.idleTimeout = 30
+        }
+        defer { Task { await fixture.stop() } }
+        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
+        let warm = try await fixture.get(path, headers: [("Connection", "close")])
+        #expect(warm.status == 200)
+        let connections = fixture.server.service.connections
+        #expect(try await Self.eventually(2) { connections.openConnections == 0 })
+        let stalled = try Self.stall(port: fixture.port, path: path, count: 4)
+        // A new connection waits for its head at first; this one waits for its client to read once answers are stuck.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(connections.counts == (1, 1), "the stalled connection does not count as waiting")
+        // The kernel takes what its send buffer holds first (progress); then nothing moves for over a second.
+        try await Task.sleep(for: .milliseconds(2000))
+        let health = try await fixture.get("/health")
+        #expect(health.status == 200, "a new client was refused while the only connection's client read nothing")
+        let metrics = ServerHostileTrafficTests.metricsText(fixture.server.service)
+        #expect(metrics.contains("halcyon_connections_displaced_total 1\n"))
+        stalled.hangUp()
+        await fixture.stop()
+    }
+}
