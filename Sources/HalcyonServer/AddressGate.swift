@@ -178,7 +178,9 @@ public final class AddressGate: ImageDownloaderConnectionGate {
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(Int64(max(1, timeout)))),
             connectionPool: pool,
-            decompression: .enabled(limit: .ratio(200)))
+            // No ratio limit: a flat image shrinks far more than any ratio that stops a bomb early. The transport
+            // counts inflated bytes against maxResponseBytes, so a bomb ends at the size limit as tooLarge.
+            decompression: .enabled(limit: .none))
         configuration.dnsOverride = [host: address.description]
         configuration.guardResponseStatus()
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)

@@ -104,8 +104,6 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
             return ServerError(status: 502, code: "source_bad_status", message: "the source answered \(status)")
         case .timedOut:
             return ServerError(status: 504, code: "source_timeout", message: "the source did not answer in time")
-        case .tooLarge(_, let limit, let received) where received <= limit:
-            return ServerError(status: 422, code: "source_too_large", message: "the source's compressed body inflates too far")
         case .tooLarge(_, let limit, _):
             return ServerError(status: 422, code: "source_too_large", message: "the source is larger than \(limit) bytes")
         case .emptyBody:

@@ -44,6 +44,28 @@ struct ImageDownloaderContentCodingTests {
         try await origin.withDownloader(name: "codings") { downloader in try await body(png, origin, downloader) }
     }
 
+    @Test("a body its coding shrank over 200 times (a flat 3 MB PNG in gzip or deflate) is decoded: only the size limit bounds inflation")
+    func highlyCompressedBody() async throws {
+        let flat = PNGFile.make(pixels: [UInt8](repeating: 90, count: 1000 * 1000 * 3), width: 1000, height: 1000, bands: 3)
+        let gzip = try Gzipped.encode(flat), deflate = try Gzipped.encode(flat, coding: "deflate")
+        #expect(flat.count > 200 * gzip.count && flat.count > 200 * deflate.count, "\(flat.count) to \(gzip.count), \(deflate.count)")
+        let origin = try await RawHTTPOrigin.start { path, _ in
+            RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Encoding: \(path.dropFirst())",
+                                 body: path == "/gzip" ? gzip : deflate)
+        }
+        try await origin.withDownloader(name: "flat") { downloader in
+            for path in ["/gzip", "/deflate"] {
+                do {
+                    let result = try await downloader.downloadImage(with: origin.url(path))
+                    #expect(result.originalData == flat, "\(path)")
+                    #expect(result.image.size == CGSize(width: 1000, height: 1000), "\(path)")
+                } catch {
+                    Issue.record("\(path): \(error)")
+                }
+            }
+        }
+    }
+
     @Test("gzip, x-gzip and deflate are decoded, in any case and with identity listed around them; a redirect's coding is never decoded")
     func decodable() async throws {
         try await Self.withOrigin { png, origin, downloader in

@@ -3,7 +3,6 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
-import NIOHTTPCompression
 import NIOPosix
 
 /// What one HTTP download produced.
@@ -282,11 +281,6 @@ struct HTTPTransport: Sendable {
                 if task.hasDataReceivers { task.reportData(Data(buffer: buffer)) }
             }
         } catch {
-            // A compressed body inflating past the client's ratio limit (a decompression bomb) is too large; none of
-            // it is kept for a resume.
-            if case .limit? = error as? NIOHTTPDecompression.DecompressionError {
-                throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: body.count))
-            }
             if let validator, body.count > 0, !(error is HalcyonError) {
                 resumable.store(.init(data: body.joined(), validator: validator), for: url)
             }
@@ -302,16 +296,12 @@ struct HTTPTransport: Sendable {
     /// Reads and drops the body of a redirect answer so its connection can be reused.
     private func drain(_ body: HTTPClientResponse.Body, url: URL, activity: IdleMonitor.Watch) async throws {
         var count = 0
-        do {
-            for try await buffer in body {
-                activity.touch()
-                count += buffer.readableBytes
-                if count > settings.maxResponseBytes {
-                    throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: settings.maxResponseBytes, received: count))
-                }
+        for try await buffer in body {
+            activity.touch()
+            count += buffer.readableBytes
+            if count > settings.maxResponseBytes {
+                throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: settings.maxResponseBytes, received: count))
             }
-        } catch NIOHTTPDecompression.DecompressionError.limit {
-            throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: settings.maxResponseBytes, received: count))
         }
     }
 

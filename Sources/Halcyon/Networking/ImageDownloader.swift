@@ -492,7 +492,9 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(30)),
             connectionPool: pool,
-            decompression: .enabled(limit: .ratio(200)))
+            // No ratio limit: a flat image shrinks far more than any ratio that stops a bomb early. The transport
+            // counts inflated bytes against maxResponseBytes, so a bomb ends at the size limit as tooLarge.
+            decompression: .enabled(limit: .none))
         configuration.guardResponseStatus()
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }

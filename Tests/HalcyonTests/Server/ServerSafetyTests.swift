@@ -76,6 +76,28 @@ struct ServerSSRFTests {
         await origin.shutdown()
     }
 
+    @Test("An origin's gzip body is inflated up to the source size limit: a flat 3 MB PNG at any ratio is served, a bomb past the limit is 422")
+    func originCompressedBodies() async throws {
+        let flat = PNGFile.make(pixels: [UInt8](repeating: 90, count: 1000 * 1000 * 3), width: 1000, height: 1000, bands: 3)
+        let gzip = try Gzipped.encode(flat), bomb = Data(PNGFile.zlibZerosDense(runs: 40_000))
+        let origin = try await RawHTTPOrigin.start { path, _ in
+            path == "/flat.png"
+                ? RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Encoding: gzip", body: gzip)
+                : RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Encoding: deflate", body: bomb)
+        }
+        let fixture = try await ServerFixture.start { config in
+            config.allowLoopback = true
+            config.maxSourceBytes = 4 << 20
+        }
+        defer { Task { await fixture.stop() } }
+        let served = try await fixture.get(fixture.signedPath("w:10", source: origin.url("/flat.png").absoluteString))
+        #expect(served.status == 200, "\(served.status) \(served.errorCode ?? "")")
+        let refused = try await fixture.get(fixture.signedPath("w:10", source: origin.url("/bomb.png").absoluteString))
+        #expect(refused.status == 422 && refused.errorCode == "source_too_large", "\(refused.status) \(refused.errorCode ?? "")")
+        await fixture.stop()
+        await origin.shutdown()
+    }
+
     @Test("A redirect to a refused address is refused at that hop")
     func redirectHop() async throws {
         let fixture = try await ServerFixture.start { $0.allowLoopback = true }
