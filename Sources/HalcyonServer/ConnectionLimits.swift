@@ -151,6 +151,13 @@ public final class ConnectionLimits: Sendable {
         }
     }
 
+    /// Closes every counted connection (the end of a graceful shutdown: what is still open then waits on clients
+    /// that do not read, or on answers that will not come).
+    public func closeAll() {
+        let channels = state.withLock { state in state.slots.values.map(\.channel) }
+        for channel in channels { channel.close(promise: nil) }
+    }
+
     /// Counts `slot`'s connection out, unless it was displaced (its place went on to another connection).
     func leave(_ slot: ConnectionSlot) {
         state.withLock { state in

@@ -92,7 +92,9 @@ public final class ImageServer: Service {
     ///
     /// On graceful shutdown the servers stop accepting and wait for the
     /// requests in flight; after ``ServerConfiguration/shutdownTimeout`` the
-    /// work still running is cancelled (its clients get 503).
+    /// work still running is cancelled (its clients get 503), and a second
+    /// later every connection still open is closed (a client that does not
+    /// read its answer would otherwise hold the shutdown for the write timeout).
     public func run() async throws {
         if !configuration.isSigned {
             logger.critical("""
@@ -113,6 +115,7 @@ public final class ImageServer: Service {
         }
         defer { trimmer.cancel() }
         let admission = service.admission
+        let connections = service.connections
         let deadline = configuration.shutdownTimeout
         let logger = self.logger
         do {
@@ -129,6 +132,8 @@ public final class ImageServer: Service {
                     let running = admission.runningCount
                     if running > 0 { logger.notice("shutdown deadline passed: cancelling \(running) requests") }
                     admission.cancelAll()
+                    try await Task.sleep(for: .seconds(1))
+                    connections.closeAll()
                 }
             }
         } catch {

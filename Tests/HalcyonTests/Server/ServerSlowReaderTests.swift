@@ -92,6 +92,26 @@ struct ServerSlowReaderTests {
         await fixture.stop()
     }
 
+    @Test("graceful shutdown ends within its timeout and a second although a client reads none of its answers")
+    func shutdownWithStalledClient() async throws {
+        let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
+            config.writeTimeout = 30
+            config.shutdownTimeout = 1
+            config.idleTimeout = 30
+        }
+        defer { Task { await fixture.stop() } }
+        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
+        let warm = try await fixture.get(path, headers: [("Connection", "close")])
+        #expect(warm.status == 200)
+        let stalled = try Self.stall(port: fixture.port, path: path, count: 4)
+        try await Task.sleep(for: .milliseconds(500))
+        let start = ContinuousClock.now
+        await fixture.stop()
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(4), "shutdown took \(elapsed)")
+        stalled.hangUp()
+    }
+
     @Test("at the cap, a connection whose client has not read for a second makes room for a new one")
     func stalledConnectionIsDisplaced() async throws {
         let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
