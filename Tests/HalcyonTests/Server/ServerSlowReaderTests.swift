@@ -11,6 +11,22 @@ struct ServerSlowReaderTests {
         try RenderCancellationTests.noise(width: 1000, height: 1000).encoded(as: .png())
     }
 
+    /// A server whose source is ``bigPNG()``, with 30 s header and idle timeouts and `configure`'s settings; the path
+    /// of its megabytes-long answer, fetched once (on a connection that closes after it) so it is a cache hit.
+    static func start(
+        _ configure: @escaping (inout ServerConfiguration) -> Void
+    ) async throws -> (fixture: ServerFixture, path: String, warm: ServerFixture.Reply) {
+        let fixture = try await ServerFixture.start(image: try bigPNG()) { config in
+            config.headerTimeout = 30
+            config.idleTimeout = 30
+            configure(&config)
+        }
+        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
+        let warm = try await fixture.get(path, headers: [("Connection", "close")])
+        #expect(warm.status == 200 && warm.body.count > 2_000_000, "answer of \(warm.body.count) bytes")
+        return (fixture, path, warm)
+    }
+
     /// Opens a connection with a tiny receive window and pipelines `count` requests for `path` on it, reading nothing.
     static func stall(port: Int, path: String, count: Int) throws -> RawSocket {
         let socket = try #require(RawSocket(port: port, receiveBuffer: 4096))
@@ -30,15 +46,10 @@ struct ServerSlowReaderTests {
 
     @Test("a client that stops reading is reset once its answers make no progress for the write timeout; its slot is given back")
     func writeTimeoutResets() async throws {
-        let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
+        let (fixture, path, warm) = try await Self.start { config in
             config.writeTimeout = 1
-            config.headerTimeout = 30
-            config.idleTimeout = 30
         }
         defer { Task { await fixture.stop() } }
-        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
-        let warm = try await fixture.get(path, headers: [("Connection", "close")])
-        #expect(warm.status == 200 && warm.body.count > 2_000_000, "answer of \(warm.body.count) bytes")
         let connections = fixture.server.service.connections
         #expect(try await Self.eventually(2) { connections.openConnections == 0 })
         let sent = ContinuousClock.now
@@ -59,14 +70,10 @@ struct ServerSlowReaderTests {
 
     @Test("a client that reads slowly but steadily keeps its connection past the write timeout")
     func slowReaderKeepsConnection() async throws {
-        let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
+        let (fixture, path, warm) = try await Self.start { config in
             config.writeTimeout = 2
-            config.headerTimeout = 30
-            config.idleTimeout = 30
         }
         defer { Task { await fixture.stop() } }
-        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
-        let warm = try await fixture.get(path, headers: [("Connection", "close")])
         let socket = try Self.stall(port: fixture.port, path: path, count: 3)
         // About 3 MB/s in bursts 0.2 s apart: the whole read takes longer than the timeout. (The server's kernel takes
         // more of the answer only once a third of its send buffer, up to 4 MB, is free: ~0.5 s at this pace.)
@@ -94,15 +101,11 @@ struct ServerSlowReaderTests {
 
     @Test("graceful shutdown ends within its timeout and a second although a client reads none of its answers")
     func shutdownWithStalledClient() async throws {
-        let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
+        let (fixture, path, _) = try await Self.start { config in
             config.writeTimeout = 30
             config.shutdownTimeout = 1
-            config.idleTimeout = 30
         }
         defer { Task { await fixture.stop() } }
-        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
-        let warm = try await fixture.get(path, headers: [("Connection", "close")])
-        #expect(warm.status == 200)
         let stalled = try Self.stall(port: fixture.port, path: path, count: 4)
         try await Task.sleep(for: .milliseconds(500))
         let start = ContinuousClock.now
@@ -114,16 +117,11 @@ struct ServerSlowReaderTests {
 
     @Test("at the cap, a connection whose client has not read for a second makes room for a new one")
     func stalledConnectionIsDisplaced() async throws {
-        let fixture = try await ServerFixture.start(image: try Self.bigPNG()) { config in
+        let (fixture, path, _) = try await Self.start { config in
             config.maxConnections = 1
             config.writeTimeout = 30
-            config.headerTimeout = 30
-            config.idleTimeout = 30
         }
         defer { Task { await fixture.stop() } }
-        let path = fixture.signedPath("f:png", source: fixture.source("/image"))
-        let warm = try await fixture.get(path, headers: [("Connection", "close")])
-        #expect(warm.status == 200)
         let connections = fixture.server.service.connections
         #expect(try await Self.eventually(2) { connections.openConnections == 0 })
         let stalled = try Self.stall(port: fixture.port, path: path, count: 4)
