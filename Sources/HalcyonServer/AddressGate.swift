@@ -35,6 +35,8 @@ public final class AddressGate: ImageDownloaderConnectionGate {
     public let clientCapacity: Int
     /// How long a pinned client keeps an idle connection.
     public let idleTimeout: TimeInterval
+    /// Most bytes a compressed body inflates to (the source size limit).
+    public let maxInflatedBytes: Int
     /// Most connections one pinned client opens to its host.
     public static let connectionsPerClient = 8
     /// The message of a refusal for an address.
@@ -55,6 +57,7 @@ public final class AddressGate: ImageDownloaderConnectionGate {
         allowedSources: SourceAllowList = .any,
         clientCapacity: Int = 16,
         idleTimeout: TimeInterval = 5,
+        maxInflatedBytes: Int = 50 * 1024 * 1024,
         logger: Logger = Logger(label: "halcyon.server.gate"),
         resolver: @escaping @Sendable (String) -> [IPAddress] = { IPAddress.resolve($0) }
     ) {
@@ -63,6 +66,7 @@ public final class AddressGate: ImageDownloaderConnectionGate {
         self.allowedSources = allowedSources
         self.clientCapacity = max(1, clientCapacity)
         self.idleTimeout = max(0.1, idleTimeout)
+        self.maxInflatedBytes = max(1, maxInflatedBytes)
         self.logger = logger
         self.resolver = resolver
     }
@@ -178,9 +182,9 @@ public final class AddressGate: ImageDownloaderConnectionGate {
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(Int64(max(1, timeout)))),
             connectionPool: pool,
-            // No ratio limit: a flat image shrinks far more than any ratio that stops a bomb early. The transport
-            // counts inflated bytes against maxResponseBytes, so a bomb ends at the size limit as tooLarge.
-            decompression: .enabled(limit: .none))
+            // A size limit, not a ratio: a flat image shrinks far more than any ratio that stops a bomb early. NIO
+            // inflates a whole received piece before the transport counts it, so it must stop at the size itself.
+            decompression: .enabled(limit: .size(maxInflatedBytes)))
         configuration.dnsOverride = [host: address.description]
         configuration.guardResponseStatus()
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import NIOCore
 import NIOHTTPTypes
 
@@ -28,6 +25,8 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// How often stuck output is looked at for progress: well inside ``ConnectionLimits/displacementGrace``, so a
     /// client that reads slowly but steadily is never taken for one that stopped.
     static let progressInterval = TimeAmount.milliseconds(400)
+    /// Most bytes of output the kernel holds unsent for a connection.
+    static let unsentLimit: SocketOptionValue = 128 * 1024
 
     private let limits: ConnectionLimits
     /// The connection's place in the limits; nil when it was not counted in, or once it has left.
@@ -52,7 +51,19 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
             context.close(promise: nil)
             return
         }
+        limitUnsentBytes(context)
         awaitHead(context)
+    }
+
+    /// Lets the kernel hold at most ``unsentLimit`` bytes not yet sent (`TCP_NOTSENT_LOWAT`, Linux): the rest of an
+    /// answer stays in the channel's buffer and leaves it as the client reads, so progress shows in steps of that
+    /// size, not of a third of a send buffer that grows to megabytes; and a client that stops reading holds that
+    /// much kernel memory, not megabytes.
+    private func limitUnsentBytes(_ context: ChannelHandlerContext) {
+        #if os(Linux)
+        let option = ChannelOptions.tcpOption(NIOBSDSocket.Option(rawValue: 25))
+        try? context.channel.syncOptions?.setOption(option, value: Self.unsentLimit)
+        #endif
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -120,6 +131,8 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// Records progress of the output, or its getting stuck: while it is stuck the client waits to read from now
     /// on; once it is all out, a request head is awaited from now on when no request is in flight.
     private func outputMoved(_ context: ChannelHandlerContext) {
+        // Writes failed by a closing channel are no progress, and a closing connection waits for nothing.
+        guard context.channel.isActive else { return }
         guard unsentEnds == 0, context.channel.isWritable else {
             let now = NIODeadline.now()
             stuck = (now, bufferedBytes(context))
@@ -169,7 +182,7 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// ``progressInterval``).
     private func check(_ context: ChannelHandlerContext) {
         timer = nil
-        guard !removed else { return }
+        guard !removed, context.channel.isActive else { return }
         let now = NIODeadline.now()
         var next = headDeadline
         if let stuck {
@@ -197,6 +210,6 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
         limits.metrics?.connectionWriteTimedOut()
         let channel = context.channel
         guard let socket = channel as? any SocketOptionProvider else { return context.close(promise: nil) }
-        socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+        socket.setSoLinger(NIOLinger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
     }
 }

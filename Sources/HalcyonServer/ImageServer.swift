@@ -43,6 +43,7 @@ public final class ImageServer: Service {
             policy: AddressPolicy(allowLoopback: configuration.allowLoopback, allowPrivate: configuration.allowPrivate),
             timeout: configuration.downloadTimeout,
             allowedSources: try configuration.sourceAllowList(),
+            maxInflatedBytes: configuration.maxSourceBytes,
             logger: logger)
         downloader.connectionGate = gate
         self.downloader = downloader

@@ -188,6 +188,10 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
         guard queueTimeout >= 0, shutdownTimeout >= 0, idleTimeout > 0, headerTimeout > 0, writeTimeout > 0 else {
             throw ConfigurationError(message: "timeouts must not be negative (idle, header and write timeouts above 0)")
         }
+        let timeouts = [downloadTimeout, requestTimeout, queueTimeout, shutdownTimeout, idleTimeout, headerTimeout, writeTimeout, redisTimeout]
+        guard timeouts.allSatisfy({ $0.isFinite && $0 <= 86_400 }) else {
+            throw ConfigurationError(message: "timeouts must be at most 86400 seconds")
+        }
         guard (0...65535).contains(port), metricsPort.map({ (0...65535).contains($0) }) ?? true else {
             throw ConfigurationError(message: "ports must be in 0...65535")
         }

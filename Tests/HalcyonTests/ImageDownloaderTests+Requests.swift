@@ -221,7 +221,7 @@ extension ImageDownloaderTests {
             await origin.shutdown()
             return
         }
-        #expect(received > 1 << 20 && received < 2 << 20, "stopped after \(received) bytes")
+        #expect(received <= (1 << 20) + 256 * 1024, "stopped after \(received) bytes")
         await downloader.shutdown()
         await origin.shutdown()
     }

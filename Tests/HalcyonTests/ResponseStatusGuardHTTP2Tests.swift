@@ -14,7 +14,7 @@ import Testing
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.certificateVerification = .none
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
-        configuration.decompression = .enabled(limit: .ratio(200))
+        configuration.decompression = .enabled(limit: .size(50 * 1024 * 1024))
         configuration.guardResponseStatus()
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }

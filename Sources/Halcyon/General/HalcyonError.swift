@@ -56,9 +56,8 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case networkError(url: URL, message: String)
         /// The response took longer than the timeout.
         case timedOut(url: URL, after: TimeInterval)
-        /// The body is larger than the configured limit (`received` past `limit`), or a compressed body inflates
-        /// more than 200 times its size, a decompression bomb (`received`, what inflated before the stop, is then
-        /// at most `limit`).
+        /// The body is larger than the configured limit (`received` past `limit`); for a compressed body, what it
+        /// inflates to (a decompression bomb stops there; `received` may then be at most `limit`).
         case tooLarge(url: URL, limit: Int, received: Int)
         /// The server sent an empty body.
         case emptyBody(url: URL)

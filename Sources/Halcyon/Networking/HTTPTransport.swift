@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOHTTPCompression
 import NIOPosix
 
 /// What one HTTP download produced.
@@ -281,6 +282,11 @@ struct HTTPTransport: Sendable {
                 if task.hasDataReceivers { task.reportData(Data(buffer: buffer)) }
             }
         } catch {
+            // A compressed body that inflates past the client's size limit (a decompression bomb) is too large; none
+            // of it is kept for a resume.
+            if case .limit? = error as? NIOHTTPDecompression.DecompressionError {
+                throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: body.count))
+            }
             if let validator, body.count > 0, !(error is HalcyonError) {
                 resumable.store(.init(data: body.joined(), validator: validator), for: url)
             }

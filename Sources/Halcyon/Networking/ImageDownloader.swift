@@ -121,6 +121,9 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
     }
 
     /// Largest body accepted, in bytes; checked on Content-Length and while streaming. Default 50 MB.
+    ///
+    /// A compressed body is inflated at most to the value this has when the first download makes the HTTP client:
+    /// set it before downloading.
     public var maxResponseBytes: Int {
         get { config.withLock { $0.maxResponseBytes } }
         set { config.withLock { $0.maxResponseBytes = newValue } }
@@ -453,7 +456,8 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
                 maxRedirects: config.maxRedirects, credentials: config.credentials,
                 connectionGate: config.connectionGate, delegate: config.delegate)
             guard !config.isShutDown else { return (nil, settings) }
-            let client = config.client ?? Self.makeClient(poolSize: max(16, config.maxConcurrentDownloads))
+            let client = config.client
+                ?? Self.makeClient(poolSize: max(16, config.maxConcurrentDownloads), maxInflatedBytes: config.maxResponseBytes)
             config.client = client
             return (client, settings)
         }
@@ -484,7 +488,9 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
         return .success(modified)
     }
 
-    private static func makeClient(poolSize: Int) -> HTTPClient {
+    /// The downloader's HTTP client: `poolSize` connections per host; a compressed body inflates to at most
+    /// `maxInflatedBytes` (and one inflated piece, 128 KiB at most, past it).
+    private static func makeClient(poolSize: Int, maxInflatedBytes: Int) -> HTTPClient {
         var pool = HTTPClient.Configuration.ConnectionPool(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: poolSize)
         pool.retryConnectionEstablishment = false
@@ -492,9 +498,9 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(30)),
             connectionPool: pool,
-            // No ratio limit: a flat image shrinks far more than any ratio that stops a bomb early. The transport
-            // counts inflated bytes against maxResponseBytes, so a bomb ends at the size limit as tooLarge.
-            decompression: .enabled(limit: .none))
+            // A size limit, not a ratio: a flat image shrinks far more than any ratio that stops a bomb early. NIO
+            // inflates a whole received piece before the transport counts it, so it must stop at the size itself.
+            decompression: .enabled(limit: .size(maxInflatedBytes)))
         configuration.guardResponseStatus()
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }

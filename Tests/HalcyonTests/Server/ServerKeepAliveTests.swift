@@ -55,6 +55,29 @@ struct ServerKeepAliveTests {
         await fixture.stop()
     }
 
+    @Test("A request sent after one that closed the connection is not waited for: the connection ends within the header timeout")
+    func requestAfterCloseEnds() async throws {
+        let fixture = try await ServerFixture.start { config in
+            config.headerTimeout = 1
+            config.idleTimeout = 30
+        }
+        defer { Task { await fixture.stop() } }
+        let connections = fixture.server.service.connections
+        for pipelined in [true, false] {
+            let socket = try #require(RawSocket(port: fixture.port))
+            let closing = "GET /health HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", next = "GET /health HTTP/1.1\r\nHost: a\r\n\r\n"
+            socket.send(pipelined ? closing + next : closing)
+            let reply = await offThePool { socket.receive(timeout: 5) { Raw.responses($0).count >= 1 } }
+            #expect(Self.statusLine(reply) == "HTTP/1.1 200 OK")
+            if !pipelined { socket.send(next) }
+            // Its output is closed at once; the connection ends within the header timeout.
+            #expect(try await ServerSlowReaderTests.eventually(3) { connections.openConnections == 0 }, "pipelined: \(pipelined)")
+            socket.hangUp()
+            #expect(try await ServerSlowReaderTests.eventually(1) { connections.openConnections == 0 })
+        }
+        await fixture.stop()
+    }
+
     @Test("Persistent connections stay: HTTP/1.1 by default, HTTP/1.0 with keep-alive, routed answers and cached hits")
     func persistentConnectionsStay() async throws {
         let fixture = try await ServerFixture.start()

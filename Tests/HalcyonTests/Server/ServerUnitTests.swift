@@ -163,6 +163,15 @@ struct ServerURLTests {
         var both = loaded
         both.insecure = true
         #expect(throws: ServerConfiguration.ConfigurationError.self) { try both.validate() }
+        // A timeout too large for a nanosecond count is refused, not a trap at start.
+        for huge in [Double.infinity, 1e10, 86_401] {
+            var timed = unsigned
+            timed.writeTimeout = huge
+            #expect(throws: ServerConfiguration.ConfigurationError.self) { try timed.validate() }
+            timed.writeTimeout = 10
+            timed.headerTimeout = huge
+            #expect(throws: ServerConfiguration.ConfigurationError.self) { try timed.validate() }
+        }
         #expect(throws: ServerConfiguration.ConfigurationError.self) {
             _ = try ServerConfiguration.load(file: nil, environment: ["HALCYON_PORT": "eighty"])
         }

@@ -52,6 +52,12 @@ final class RawSocket {
         return false
     }
 
+    /// Whether bytes arrived within `timeout`, seen without reading them.
+    func hasData(within timeout: TimeInterval) -> Bool {
+        var pollDescriptor = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&pollDescriptor, 1, Int32(timeout * 1000)) > 0 && pollDescriptor.revents & Int16(POLLIN) != 0
+    }
+
     /// Whether the server reset the connection within `timeout`, seen without reading what it sent (a client that
     /// never reads learns of a reset this way; an orderly close waits behind the unread bytes).
     func resetByPeer(within timeout: TimeInterval) -> Bool {
