@@ -388,6 +388,23 @@ extension ImageDownloaderTests {
         }
     }
 
+    /// A content-coded body is kept decoded, and a `Range` counts bytes of the coded one: resuming would append coded
+    /// bytes to decoded ones. So a coded body that breaks off keeps nothing for a resume.
+    @Test func codedBodyIsNotResumed() async throws {
+        let flat = PNGFile.make(pixels: [UInt8](repeating: 90, count: 1000 * 1000 * 3), width: 1000, height: 1000, bands: 3)
+        let gzip = try Gzipped.encode(flat)
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Encoding: gzip\r\nAccept-Ranges: bytes\r\n"
+            + "ETag: \"g1\"\r\nContent-Length: \(gzip.count)\r\n\r\n"
+        // Every answer breaks off halfway, after about half of the image has been decoded.
+        let origin = try await RawHTTPOrigin.start(responseBytes: Array(head.utf8) + Array(gzip.prefix(gzip.count / 2)))
+        try await origin.withDownloader(name: "coded") { downloader in
+            let url = origin.url("/coded.png")
+            let error = await failure(downloader, url)
+            #expect(error != nil)
+            #expect(!downloader.hasResumableData(for: url), "a decoded partial body was kept for a Range in coded bytes")
+        }
+    }
+
     @Test func responseWithoutValidatorIsNotResumed() async throws {
         try await withServer { server, downloader in
             let url = server.url("/truncated/novalidator")

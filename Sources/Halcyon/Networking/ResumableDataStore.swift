@@ -68,7 +68,8 @@ final class ResumableDataStore: Sendable {
 
     /// The validator to resume a body received with `response`, or nil when it cannot be resumed.
     static func validator(for response: ImageDownloadResponse) -> String? {
-        guard response.statusCode == 200 || response.statusCode == 206,
+        // A coded body's bytes are its decoded form, and a Range counts in the coded one: such a body is not resumed.
+        guard response.statusCode == 200 || response.statusCode == 206, response.headers["content-encoding"] == nil,
               let ranges = response.headers["accept-ranges"], ranges.lowercased() == "bytes" else { return nil }
         if let etag = response.headers["etag"], !etag.hasPrefix("W/") { return etag }
         return response.headers["last-modified"]

@@ -27,8 +27,12 @@ final class RawHTTPOrigin: Sendable {
     /// Starts an origin that sends `response` (raw bytes) to each connection once it has read a request's bytes,
     /// then closes it.
     static func start(response: String) async throws -> RawHTTPOrigin {
-        let bytes = Array(response.utf8)
-        return try await start { channel in
+        try await start(responseBytes: Array(response.utf8))
+    }
+
+    /// Like ``start(response:)`` with bytes that need not be text.
+    static func start(responseBytes bytes: [UInt8]) async throws -> RawHTTPOrigin {
+        try await start { channel in
             try channel.pipeline.syncOperations.addHandler(Answer(bytes: bytes))
         }
     }
