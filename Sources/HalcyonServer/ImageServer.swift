@@ -103,6 +103,7 @@ public final class ImageServer: Service {
                 ANY allowed URL. Set HALCYON_KEY and HALCYON_SALT before exposing it. !!!
                 """)
         }
+        for warning in configuration.warnings { logger.warning("\(warning)") }
         var applications: [any Service] = [mainApplication()]
         if let metrics = metricsApplication() { applications.append(metrics) }
         logger.info("halcyon serve on \(configuration.host):\(configuration.port)")

@@ -111,6 +111,9 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
         case .unsupportedContentEncoding:
             return ServerError(status: 502, code: "source_bad_encoding",
                                message: "the source's Content-Encoding cannot be decoded (gzip and deflate can)")
+        case .contentDecodingFailed(_, let coding, let message):
+            return ServerError(status: 502, code: "source_bad_encoding",
+                               message: "the source's \(coding.isEmpty ? "compressed" : String(coding.prefix(40))) body does not decode: \(message)")
         default:
             return ServerError(status: 502, code: "source_failed", message: "the source could not be downloaded")
         }

@@ -83,7 +83,7 @@ struct CLIFailure: Error, CustomStringConvertible {
             case .timedOut: return ("timeout", 69)
             case .tooLarge: return ("too-large", 65)
             case .emptyBody: return ("not-an-image", 65)
-            case .unsupportedContentEncoding: return ("bad-encoding", 65)
+            case .unsupportedContentEncoding, .contentDecodingFailed: return ("bad-encoding", 65)
             default: return ("network", 69)
             }
         case .processorError(let reason):

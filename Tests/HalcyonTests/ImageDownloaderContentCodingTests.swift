@@ -91,6 +91,42 @@ struct ImageDownloaderContentCodingTests {
         }
     }
 
+    @Test("A body that does not decode in its coding is contentDecodingFailed naming the coding and what was wrong")
+    func corrupt() async throws {
+        let png = Array(try TestImages.encodedGradient(.png(), width: 40, height: 30))
+        let gzip = PNGFile.gzipStored(png), zlib = PNGFile.zlibStored(png)
+        var badCRC = gzip
+        badCRC[badCRC.count - 6] ^= 0xFF
+        let bodies: [String: (coding: String, body: [UInt8], says: String)] = [
+            "/not-gzip": ("gzip", png, "corrupt"),
+            "/bad-crc": ("x-gzip", badCRC, "corrupt"),
+            "/raw-deflate": ("deflate", Array(zlib.dropFirst(2).dropLast(4)), "corrupt"),
+            "/two-members": ("gzip", gzip + gzip, "follows the end"),
+            "/cut": ("gzip", Array(gzip.prefix(gzip.count / 2)), "ends before"),
+        ]
+        let origin = try await RawHTTPOrigin.start { path, _ in
+            guard let answer = bodies[path] else { return RawHTTPOrigin.answer("HTTP/1.1 404 Not Found") }
+            return RawHTTPOrigin.answer("HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nContent-Encoding: \(answer.coding)",
+                                        body: Data(answer.body))
+        }
+        try await origin.withDownloader(name: "corrupt") { downloader in
+            for (path, answer) in bodies.sorted(by: { $0.key < $1.key }) {
+                do {
+                    _ = try await downloader.downloadImage(with: origin.url(path))
+                    Issue.record("\(path): decoded")
+                } catch {
+                    guard case .responseError(.contentDecodingFailed(_, let coding, let message))? = error as? HalcyonError else {
+                        Issue.record("\(path): expected contentDecodingFailed, got \(error)")
+                        continue
+                    }
+                    // x-gzip is named as what it is read as.
+                    let named = answer.coding == "x-gzip" ? "gzip" : answer.coding
+                    #expect(coding == named && message.contains(answer.says), "\(path): \(coding): \(message)")
+                }
+            }
+        }
+    }
+
     /// The coding an `unsupportedContentEncoding` failure of `url` names; nil, recorded, for a success or another error.
     private static func refusedEncoding(_ downloader: ImageDownloader, _ url: URL) async -> String? {
         do {

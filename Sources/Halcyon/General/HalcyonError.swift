@@ -72,6 +72,9 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         /// The body came in a content coding the downloader cannot decode: one other than `gzip` (or `x-gzip`) and
         /// `deflate`, or more than one; `encoding` is the `Content-Encoding` header (at most 100 characters).
         case unsupportedContentEncoding(url: URL, encoding: String)
+        /// The body did not decode in its `gzip` or `deflate` coding: corrupt or cut-off compressed data, data after
+        /// its end (a second gzip member), or raw DEFLATE without zlib's wrapper; `message` says which.
+        case contentDecodingFailed(url: URL, encoding: String, message: String)
     }
 
     /// Why a cache operation failed.

@@ -287,6 +287,10 @@ struct HTTPTransport: Sendable {
             if case .limit? = error as? NIOHTTPDecompression.DecompressionError {
                 throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: body.count))
             }
+            if let message = Self.decodingFailure(error) {
+                let coding = head.value(forHTTPHeaderField: "Content-Encoding") ?? ""
+                throw HalcyonError.responseError(reason: .contentDecodingFailed(url: url, encoding: coding, message: message))
+            }
             if let validator, body.count > 0, !(error is HalcyonError) {
                 resumable.store(.init(data: body.joined(), validator: validator), for: url)
             }
@@ -342,6 +346,18 @@ struct HTTPTransport: Sendable {
         ImageDownloadResponse(url: url, statusCode: Int(response.status.code), fields: response.headers.lazy.map { ($0.name, $0.value) })
     }
 
+    /// What went wrong in NIO's decompressor, for a body its coding does not decode; nil for any other error.
+    static func decodingFailure(_ error: any Error) -> String? {
+        if case .inflationError(let code)? = error as? NIOHTTPDecompression.DecompressionError {
+            return "the compressed data is corrupt or not in its coding (zlib error \(code))"
+        }
+        switch error as? NIOHTTPDecompression.ExtraDecompressionError {
+        case .invalidTrailingData?: return "data follows the end of the compressed body (a second gzip member is not decoded)"
+        case .truncatedData?: return "the compressed body ends before its compressed data does"
+        default: return nil
+        }
+    }
+
     /// Turns a transport error into a ``HalcyonError`` with the URL and the cause.
     static func map(_ error: any Error, url: URL, timeout: TimeInterval) -> HalcyonError {
         if error is CancellationError { return .requestError(reason: .taskCancelled(task: nil, token: nil)) }
@@ -350,6 +366,9 @@ struct HTTPTransport: Sendable {
         }
         if let error = error as? UnsupportedContentEncoding {
             return .responseError(reason: .unsupportedContentEncoding(url: url, encoding: error.encoding))
+        }
+        if let message = decodingFailure(error) {
+            return .responseError(reason: .contentDecodingFailed(url: url, encoding: "", message: message))
         }
         if let error = error as? HTTPClientError {
             switch error {

@@ -176,6 +176,18 @@ struct ServerURLTests {
             _ = try ServerConfiguration.load(file: nil, environment: ["HALCYON_PORT": "eighty"])
         }
     }
+
+    @Test("A connection cap at or below the requests in flight plus queued is a startup warning; the defaults give none")
+    func connectionCapWarning() {
+        var settings = ServerConfiguration()
+        #expect(settings.warnings.isEmpty, "\(settings.warnings)")
+        settings.maxInFlight = 4
+        settings.maxQueue = 16
+        settings.maxConnections = 21
+        #expect(settings.warnings.isEmpty, "\(settings.warnings)")
+        settings.maxConnections = 20
+        #expect(settings.warnings.count == 1 && settings.warnings[0].contains("max-connections 20"), "\(settings.warnings)")
+    }
 }
 
 @Suite("Server host canonicalisation")
