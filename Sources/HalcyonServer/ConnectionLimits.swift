@@ -94,7 +94,7 @@ public final class ConnectionLimits: Sendable {
 
     /// Counts `channel` in, waiting for its first request head; nil (not counted) when the cap is reached and no
     /// connection has waited ``displacementGrace`` for its client. At the cap, the connection waiting longest is closed
-    /// and `channel` takes its place.
+    /// (reset when it waits for its client to read) and `channel` takes its place.
     func enter(_ channel: any Channel) -> ConnectionSlot? {
         let slot = ConnectionSlot(channel: channel)
         let now = NIODeadline.now()
@@ -117,7 +117,7 @@ public final class ConnectionLimits: Sendable {
             return (true, displaced)
         }
         if let displaced {
-            displaced.channel.close(promise: nil)
+            displaced.end()
             metrics?.connectionDisplaced()
         } else if !entered {
             metrics?.connectionRefused()
@@ -151,11 +151,11 @@ public final class ConnectionLimits: Sendable {
         }
     }
 
-    /// Closes every counted connection (the end of a graceful shutdown: what is still open then waits on clients
+    /// Closes every counted connection, resetting those whose clients have not read (the end of a graceful shutdown: what is still open then waits on clients
     /// that do not read, or on answers that will not come).
     public func closeAll() {
-        let channels = state.withLock { state in state.slots.values.map(\.channel) }
-        for channel in channels { channel.close(promise: nil) }
+        let slots = state.withLock { state in Array(state.slots.values) }
+        for slot in slots { slot.end() }
     }
 
     /// Counts `slot`'s connection out, unless it was displaced (its place went on to another connection).
@@ -178,6 +178,8 @@ final class ConnectionSlot: Sendable {
     let key: ObjectIdentifier
     /// Uptime in nanoseconds when it began waiting; 0 while a request is in flight or once claimed.
     private let since: Atomic<UInt64>
+    /// Whether it last began waiting for its client to read output (not for a request head).
+    private let unread = Atomic(false)
 
     init(channel: any Channel) {
         self.channel = channel
@@ -191,8 +193,24 @@ final class ConnectionSlot: Sendable {
         return value == 0 ? nil : .uptimeNanoseconds(value)
     }
 
-    /// Records that the connection waits for its client from now on.
-    func startWaiting() { since.store(max(1, NIODeadline.now().uptimeNanoseconds), ordering: .relaxed) }
+    /// Records that the connection waits for its client from now on: to read its output when `toRead`, otherwise
+    /// for a request head.
+    func startWaiting(toRead: Bool = false) {
+        unread.store(toRead, ordering: .relaxed)
+        since.store(max(1, NIODeadline.now().uptimeNanoseconds), ordering: .relaxed)
+    }
+
+    /// Closes the connection from any thread; one whose client has not read its output is reset (SO_LINGER 0), so
+    /// the kernel drops the unread bytes instead of keeping them for an orderly close.
+    func end() {
+        unread.load(ordering: .relaxed) ? Self.reset(channel) : channel.close(promise: nil)
+    }
+
+    /// Closes `channel` with SO_LINGER 0: a reset, and its unsent output is dropped; from any thread.
+    static func reset(_ channel: any Channel) {
+        guard let socket = channel as? any SocketOptionProvider else { return channel.close(promise: nil) }
+        socket.setSoLinger(NIOLinger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+    }
 
     /// Records that the connection is busy: a request is being worked on, or its answer is being read.
     func stopWaiting() { since.store(0, ordering: .relaxed) }

@@ -136,7 +136,7 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
         guard unsentEnds == 0, context.channel.isWritable else {
             let now = NIODeadline.now()
             stuck = (now, bufferedBytes(context))
-            slot?.startWaiting()
+            slot?.startWaiting(toRead: true)
             arm(at: now + min(Self.progressInterval, limits.writeTimeout), context)
             return
         }
@@ -189,7 +189,7 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
             let buffered = bufferedBytes(context)
             if buffered < stuck.buffered {
                 self.stuck = (now, buffered)
-                slot?.startWaiting()
+                slot?.startWaiting(toRead: true)
             } else if stuck.since + limits.writeTimeout <= now {
                 return reset(context)
             }
@@ -208,8 +208,6 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// buffers too, not kept for an orderly close.
     private func reset(_ context: ChannelHandlerContext) {
         limits.metrics?.connectionWriteTimedOut()
-        let channel = context.channel
-        guard let socket = channel as? any SocketOptionProvider else { return context.close(promise: nil) }
-        socket.setSoLinger(NIOLinger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
+        ConnectionSlot.reset(context.channel)
     }
 }

@@ -102,7 +102,7 @@ struct ServerSlowReaderTests {
         await fixture.stop()
     }
 
-    @Test("graceful shutdown ends within its timeout and a second although a client reads none of its answers")
+    @Test("graceful shutdown ends within its timeout and a second although a client reads none of its answers, and resets it")
     func shutdownWithStalledClient() async throws {
         let (fixture, path, _) = try await Self.start { config in
             config.writeTimeout = 30
@@ -115,10 +115,11 @@ struct ServerSlowReaderTests {
         await fixture.stop()
         let elapsed = ContinuousClock.now - start
         #expect(elapsed < .seconds(4), "shutdown took \(elapsed)")
+        #expect(await offThePool { stalled.resetByPeer(within: 3) }, "the stalled connection was closed, not reset")
         stalled.hangUp()
     }
 
-    @Test("at the cap, a connection whose client has not read for a second makes room for a new one")
+    @Test("at the cap, a connection whose client has not read for a second makes room for a new one, and is reset")
     func stalledConnectionIsDisplaced() async throws {
         let (fixture, path, _) = try await Self.start { config in
             config.maxConnections = 1
@@ -137,6 +138,8 @@ struct ServerSlowReaderTests {
         #expect(health.status == 200, "a new client was refused while the only connection's client read nothing")
         let metrics = ServerHostileTrafficTests.metricsText(fixture.server.service)
         #expect(metrics.contains("halcyon_connections_displaced_total 1\n"))
+        // Displaced, it is reset: its unread answers are dropped, not kept for an orderly close.
+        #expect(await offThePool { stalled.resetByPeer(within: 3) }, "the displaced connection was not reset")
         stalled.hangUp()
         await fixture.stop()
     }
