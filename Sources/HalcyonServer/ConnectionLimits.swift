@@ -98,16 +98,16 @@ public final class ConnectionLimits: Sendable {
     func enter(_ channel: any Channel) -> ConnectionSlot? {
         let slot = ConnectionSlot(channel: channel)
         let now = NIODeadline.now()
-        let (entered, displaced) = state.withLock { state -> (Bool, ConnectionSlot?) in
-            var displaced: ConnectionSlot?
+        let (entered, displaced) = state.withLock { state -> (Bool, (slot: ConnectionSlot, toRead: Bool)?) in
+            var displaced: (slot: ConnectionSlot, toRead: Bool)?
             if state.open < maxConnections {
                 state.open += 1
             } else {
                 guard now >= state.noDisplacementBefore else { return (false, nil) }
                 switch Self.claimLongestWaiting(in: state.slots, now: now) {
-                case .claimed(let slot):
+                case .claimed(let slot, let toRead):
                     state.slots.removeValue(forKey: slot.key)
-                    displaced = slot
+                    displaced = (slot, toRead)
                 case .none(let retryAt):
                     state.noDisplacementBefore = retryAt
                     return (false, nil)
@@ -117,7 +117,7 @@ public final class ConnectionLimits: Sendable {
             return (true, displaced)
         }
         if let displaced {
-            displaced.end()
+            displaced.slot.end(reset: displaced.toRead)
             metrics?.connectionDisplaced()
         } else if !entered {
             metrics?.connectionRefused()
@@ -128,7 +128,7 @@ public final class ConnectionLimits: Sendable {
     /// What a search for a connection to displace found.
     private enum Displacement {
         /// This connection, now taken: it no longer counts as waiting.
-        case claimed(ConnectionSlot)
+        case claimed(ConnectionSlot, toRead: Bool)
         /// None has waited ``displacementGrace``; none can have before `retryAt`.
         case none(retryAt: NIODeadline)
     }
@@ -146,16 +146,17 @@ public final class ConnectionLimits: Sendable {
             guard let oldest, oldest.since + displacementGrace <= now else {
                 return .none(retryAt: min(oldest?.since ?? now, now) + displacementGrace)
             }
-            if oldest.slot.claim(since: oldest.since) { return .claimed(oldest.slot) }
+            if let toRead = oldest.slot.claim(since: oldest.since) { return .claimed(oldest.slot, toRead: toRead) }
             passedOver.insert(oldest.slot.key)
         }
     }
 
-    /// Closes every counted connection, resetting those whose clients have not read (the end of a graceful shutdown: what is still open then waits on clients
-    /// that do not read, or on answers that will not come).
+    /// Ends every counted connection at once, from any thread, without waiting for them to close (the end of a
+    /// graceful shutdown: what is still open then waits on clients that do not read, or on answers that will not
+    /// come): those waiting for a request head are closed, the others reset.
     public func closeAll() {
         let slots = state.withLock { state in Array(state.slots.values) }
-        for slot in slots { slot.end() }
+        for slot in slots { slot.end(reset: !slot.waitsForHead) }
     }
 
     /// Counts `slot`'s connection out, unless it was displaced (its place went on to another connection).
@@ -176,34 +177,48 @@ public final class ConnectionLimits: Sendable {
 final class ConnectionSlot: Sendable {
     let channel: any Channel
     let key: ObjectIdentifier
-    /// Uptime in nanoseconds when it began waiting; 0 while a request is in flight or once claimed.
-    private let since: Atomic<UInt64>
-    /// Whether it last began waiting for its client to read output (not for a request head).
-    private let unread = Atomic(false)
+    /// How it waits, in one word: the uptime in nanoseconds when it began waiting, shifted left by one, with the low
+    /// bit set when it waits for its client to read output (not for a request head); 0 while a request is in
+    /// flight or once claimed.
+    private let waiting: Atomic<UInt64>
+    /// Set once the limits end the connection: its close must not wait for output.
+    private let forced = Atomic(false)
 
     init(channel: any Channel) {
         self.channel = channel
         self.key = ObjectIdentifier(channel)
-        self.since = Atomic(max(1, NIODeadline.now().uptimeNanoseconds))
+        self.waiting = Atomic(Self.word(toRead: false))
+    }
+
+    /// The waiting word for a wait that begins now.
+    private static func word(toRead: Bool) -> UInt64 {
+        max(1, NIODeadline.now().uptimeNanoseconds) << 1 | (toRead ? 1 : 0)
     }
 
     /// Since when the connection waits for its client; nil while it does not.
     var waitingSince: NIODeadline? {
-        let value = since.load(ordering: .relaxed)
-        return value == 0 ? nil : .uptimeNanoseconds(value)
+        let value = waiting.load(ordering: .relaxed)
+        return value == 0 ? nil : .uptimeNanoseconds(value >> 1)
     }
 
     /// Records that the connection waits for its client from now on: to read its output when `toRead`, otherwise
     /// for a request head.
-    func startWaiting(toRead: Bool = false) {
-        unread.store(toRead, ordering: .relaxed)
-        since.store(max(1, NIODeadline.now().uptimeNanoseconds), ordering: .relaxed)
+    func startWaiting(toRead: Bool = false) { waiting.store(Self.word(toRead: toRead), ordering: .relaxed) }
+
+    /// Whether the limits ended the connection (its close is not held for output still to be written).
+    var closeIsForced: Bool { forced.load(ordering: .relaxed) }
+
+    /// Whether it waits for a request head (not for its client to read, nor on a request in flight).
+    var waitsForHead: Bool {
+        let value = waiting.load(ordering: .relaxed)
+        return value != 0 && value & 1 == 0
     }
 
-    /// Closes the connection from any thread; one whose client has not read its output is reset (SO_LINGER 0), so
-    /// the kernel drops the unread bytes instead of keeping them for an orderly close.
-    func end() {
-        unread.load(ordering: .relaxed) ? Self.reset(channel) : channel.close(promise: nil)
+    /// Closes the connection at once, from any thread: with a reset (SO_LINGER 0) when `reset`, so the kernel drops
+    /// unread output instead of keeping it for an orderly close.
+    func end(reset: Bool) {
+        forced.store(true, ordering: .relaxed)
+        reset ? Self.reset(channel) : channel.close(promise: nil)
     }
 
     /// Closes `channel` with SO_LINGER 0: a reset, and its unsent output is dropped; from any thread.
@@ -213,10 +228,14 @@ final class ConnectionSlot: Sendable {
     }
 
     /// Records that the connection is busy: a request is being worked on, or its answer is being read.
-    func stopWaiting() { since.store(0, ordering: .relaxed) }
+    func stopWaiting() { waiting.store(0, ordering: .relaxed) }
 
-    /// Takes the connection for displacement if it still waits since `expected`; false when its client moved meanwhile.
-    func claim(since expected: NIODeadline) -> Bool {
-        since.compareExchange(expected: expected.uptimeNanoseconds, desired: 0, ordering: .acquiringAndReleasing).exchanged
+    /// Takes the connection for displacement if it still waits since `expected`: whether it waited for its client to
+    /// read; nil when its client moved meanwhile.
+    func claim(since expected: NIODeadline) -> Bool? {
+        let value = waiting.load(ordering: .relaxed)
+        guard value >> 1 == expected.uptimeNanoseconds,
+              waiting.compareExchange(expected: value, desired: 0, ordering: .acquiringAndReleasing).exchanged else { return nil }
+        return value & 1 == 1
     }
 }

@@ -12,9 +12,12 @@ import NIOHTTPTypes
 /// stops when a head has been decoded. Output is stuck when a flush leaves an
 /// answer's end unwritten, or the channel stops being writable; until it is
 /// all written out, the connection waits for its client to read, from the
-/// last progress: an answer written out, the channel writable again, or
-/// fewer bytes buffered than at the last look (looked at every
-/// ``progressInterval``). One timer at a time checks the deadlines: a written
+/// last progress: an answer written out, the channel writable again, fewer
+/// bytes buffered than at the last look, or more bytes acknowledged by the
+/// client's kernel (Linux `TCP_INFO`; looked at every ``progressInterval``).
+/// A client's window reopens once it has read about a segment, so a client
+/// that reads shows progress every segment or so (1.4 KB on the internet,
+/// up to 64 KB on loopback), however slowly it reads. One timer at a time checks the deadlines: a written
 /// answer moves the head's deadline and a head clears it, so a busy
 /// keep-alive connection schedules a timer about once per timeout, not once
 /// per request, and no lock is taken per request.
@@ -37,11 +40,16 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var unsentEnds = 0
     /// When the awaited request head is due; nil while none is awaited.
     private var headDeadline: NIODeadline?
-    /// While output is stuck: when it last moved, and the bytes the channel buffered then.
-    private var stuck: (since: NIODeadline, buffered: Int)?
+    /// While output is stuck: when it last moved, the most bytes the channel buffered since, and the bytes the
+    /// client's kernel had acknowledged then.
+    private var stuck: (since: NIODeadline, buffered: Int, acknowledged: UInt64)?
     private var timer: (task: Scheduled<Void>, due: NIODeadline)?
     /// Taken out of the pipeline: nothing is tracked or timed any more.
     private var removed = false
+    /// A close was asked for while answers were still being written out: it is done once they are.
+    private var closeWhenWritten = false
+    /// The handler is resetting the connection itself: its close must not wait.
+    private var resetting = false
 
     init(limits: ConnectionLimits) { self.limits = limits }
 
@@ -97,7 +105,7 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if !removed { outputMoved(context) }
+        if !removed { outputMoved(context, progress: context.channel.isWritable) }
         context.fireChannelWritabilityChanged()
     }
 
@@ -116,26 +124,52 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
             let (handler, context) = loopBound.value
             guard !handler.removed else { return }
             handler.unsentEnds -= 1
-            handler.outputMoved(context)
+            if handler.closeWhenWritten, handler.unsentEnds == 0 {
+                handler.closeWhenWritten = false
+                return context.close(promise: nil)
+            }
+            handler.outputMoved(context, progress: true)
         }
+    }
+
+    /// Holds a close asked for while an answer's end is still to be written out (Hummingbird's idle timeout, or
+    /// the close after a `Connection: close` answer, would otherwise drop the rest of the answer and end it with a
+    /// FIN, as if whole) until the answers are out; the close's promise completes when the channel closes. Nothing
+    /// more is read meanwhile, and the write timeout still resets a client that stops reading. Closes forced by the
+    /// limits (displacement, the end of a graceful shutdown) and resets go through at once.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .all, unsentEnds > 0, !removed, !resetting, !(slot?.closeIsForced ?? true), context.channel.isActive else {
+            return context.close(mode: mode, promise: promise)
+        }
+        promise.map { context.channel.closeFuture.cascade(to: $0) }
+        guard !closeWhenWritten else { return }
+        closeWhenWritten = true
+        _ = context.channel.setOption(ChannelOptions.autoRead, value: false)
     }
 
     func flush(context: ChannelHandlerContext) {
         context.flush()
         // Usually every answer is written out within the flush; what is left waits for the client.
-        if unsentEnds > 0, stuck == nil, !removed { outputMoved(context) }
+        if unsentEnds > 0, stuck == nil, !removed { outputMoved(context, progress: false) }
     }
 
     // MARK: - Waiting
 
-    /// Records progress of the output, or its getting stuck: while it is stuck the client waits to read from now
-    /// on; once it is all out, a request head is awaited from now on when no request is in flight.
-    private func outputMoved(_ context: ChannelHandlerContext) {
+    /// Records a change of the output: while it is stuck, the client waits to read from its last `progress` (or
+    /// from now, when it just got stuck); once it is all out, a request head is awaited from now on when no
+    /// request is in flight.
+    private func outputMoved(_ context: ChannelHandlerContext, progress: Bool) {
         // Writes failed by a closing channel are no progress, and a closing connection waits for nothing.
         guard context.channel.isActive else { return }
         guard unsentEnds == 0, context.channel.isWritable else {
+            let buffered = bufferedBytes(context)
+            if let stuck, !progress {
+                // More output queued behind the stuck output is no progress; the client's reading is measured from it.
+                self.stuck?.buffered = max(stuck.buffered, buffered)
+                return
+            }
             let now = NIODeadline.now()
-            stuck = (now, bufferedBytes(context))
+            stuck = (now, buffered, bytesAcknowledged(context))
             slot?.startWaiting(toRead: true)
             arm(at: now + min(Self.progressInterval, limits.writeTimeout), context)
             return
@@ -159,6 +193,22 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// Bytes written to the channel and not yet to its socket.
     private func bufferedBytes(_ context: ChannelHandlerContext) -> Int {
         (try? context.channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+    }
+
+    /// Bytes of output the client's kernel has acknowledged: Linux's `tcpi_bytes_acked` (4.1 and later), which
+    /// grows as the client reads and its window reopens; 0 where it cannot be read. On the event loop, the option is
+    /// read at once.
+    private func bytesAcknowledged(_ context: ChannelHandlerContext) -> UInt64 {
+        #if os(Linux)
+        guard let socket = context.channel as? any SocketOptionProvider else { return 0 }
+        // The first 256 bytes of `struct tcp_info`; `tcpi_bytes_acked` is the 64-bit count at byte 120.
+        let info: EventLoopFuture<SIMD32<UInt64>> = socket.unsafeGetSocketOption(level: .tcp, name: .tcp_info)
+        var acknowledged: UInt64 = 0
+        info.assumeIsolated().whenSuccess { acknowledged = $0[15] }
+        return acknowledged
+        #else
+        return 0
+        #endif
     }
 
     // MARK: - Deadlines
@@ -186,12 +236,14 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
         let now = NIODeadline.now()
         var next = headDeadline
         if let stuck {
-            let buffered = bufferedBytes(context)
-            if buffered < stuck.buffered {
-                self.stuck = (now, buffered)
+            let buffered = bufferedBytes(context), acknowledged = bytesAcknowledged(context)
+            if buffered < stuck.buffered || acknowledged > stuck.acknowledged {
+                self.stuck = (now, buffered, acknowledged)
                 slot?.startWaiting(toRead: true)
             } else if stuck.since + limits.writeTimeout <= now {
                 return reset(context)
+            } else {
+                self.stuck?.buffered = buffered
             }
             let since = self.stuck?.since ?? now
             let probe = min(now + Self.progressInterval, since + limits.writeTimeout)
@@ -208,6 +260,7 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// buffers too, not kept for an orderly close.
     private func reset(_ context: ChannelHandlerContext) {
         limits.metrics?.connectionWriteTimedOut()
+        resetting = true
         ConnectionSlot.reset(context.channel)
     }
 }

@@ -172,8 +172,8 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     /// Today one: a connection cap at or below the requests in flight plus those queued, so that at full load every
     /// connection can hold a request and a new one (a `/health` probe too) is refused until one ends.
     public var warnings: [String] {
-        let busy = maxInFlight + maxQueue
-        guard maxConnections <= busy else { return [] }
+        let (busy, overflow) = maxInFlight.addingReportingOverflow(maxQueue)
+        guard overflow || maxConnections <= busy else { return [] }
         return ["max-connections \(maxConnections) is not above max-in-flight \(maxInFlight) + max-queue \(maxQueue): "
                 + "at full load every connection can hold a request, and new ones, /health probes too, are refused"]
     }

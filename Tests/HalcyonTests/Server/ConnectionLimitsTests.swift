@@ -38,17 +38,20 @@ struct ConnectionLimitsTests {
         for channel in channels { _ = try? channel.finish() }
     }
 
-    @Test("A connection whose head arrived after the search read its wait is not claimed")
+    @Test("A connection whose head arrived after the search read its wait is not claimed; a claim says whether it waited to read")
     func staleClaimFails() throws {
         let channel = EmbeddedChannel()
         let slot = ConnectionSlot(channel: channel)
         let read = try #require(slot.waitingSince)
         slot.stopWaiting()
-        #expect(!slot.claim(since: read))
+        #expect(slot.claim(since: read) == nil)
         slot.startWaiting()
-        #expect(!slot.claim(since: read), "a wait that restarted later was claimed by the old time")
+        #expect(slot.claim(since: read) == nil, "a wait that restarted later was claimed by the old time")
         let now = try #require(slot.waitingSince)
-        #expect(slot.claim(since: now) && slot.waitingSince == nil)
+        #expect(slot.claim(since: now) == false && slot.waitingSince == nil)
+        slot.startWaiting(toRead: true)
+        let reading = try #require(slot.waitingSince)
+        #expect(slot.claim(since: reading) == true, "a wait to read was not claimed as one")
         _ = try? channel.finish()
     }
 }

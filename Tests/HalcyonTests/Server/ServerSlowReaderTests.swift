@@ -102,6 +102,69 @@ struct ServerSlowReaderTests {
         await fixture.stop()
     }
 
+    @Test("a client that trickles (2 KB every 0.5 s through an 8 KB window) keeps its connection past the write timeout")
+    func tricklingReaderKeepsConnection() async throws {
+        let (fixture, path, _) = try await Self.start { config in
+            config.writeTimeout = 2
+        }
+        defer { Task { await fixture.stop() } }
+        let socket = try Self.stall(port: fixture.port, path: path, count: 1)
+        // At this pace the 128 KB the server's kernel holds unsent would take half a minute to fall below its
+        // wake-up mark, so the server's own buffer would not move for far longer than the write timeout; what the
+        // client's kernel acknowledges moves every read.
+        let received = await offThePool { () -> Int in
+            var total = 0
+            var buffer = [UInt8](repeating: 0, count: 2048)
+            for _ in 0..<14 {
+                Thread.sleep(forTimeInterval: 0.5)
+                let count = recv(socket.descriptor, &buffer, buffer.count, 0)
+                guard count > 0 else { return total }
+                total += count
+            }
+            return total
+        }
+        #expect(received >= 14 * 2048 - 2048, "read \(received) bytes before the server gave up")
+        #expect(!(await offThePool { socket.resetByPeer(within: 0.1) }), "the trickling reader was reset")
+        let metrics = ServerHostileTrafficTests.metricsText(fixture.server.service)
+        #expect(metrics.contains("halcyon_connections_write_timeouts_total 0\n"))
+        await fixture.stop()
+    }
+
+    @Test("an answer still being read when the idle timeout passes, or when its connection is to close, is delivered whole",
+          arguments: [(64, "keep-alive"), (0, "close")])
+    func answerOutlivesIdleTimeout(responseCacheMegabytes: Int, connection: String) async throws {
+        let (fixture, path, warm) = try await Self.start { config in
+            config.idleTimeout = 1
+            config.responseCacheMegabytes = responseCacheMegabytes
+        }
+        defer { Task { await fixture.stop() } }
+        let socket = try #require(RawSocket(port: fixture.port, receiveBuffer: 65536))
+        socket.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: \(connection)\r\n\r\n")
+        // 150 KB every 0.1 s: the answer takes about 2 s to read, twice the idle timeout.
+        let received = await offThePool { () -> Int in
+            var total = 0
+            var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            let end = Date().addingTimeInterval(20)
+            while total < warm.body.count, Date() < end {
+                Thread.sleep(forTimeInterval: 0.1)
+                var chunk = 0
+                while chunk < 150_000 {
+                    let count = recv(socket.descriptor, &buffer, buffer.count, 0)
+                    guard count > 0 else { return total + chunk }
+                    chunk += count
+                }
+                total += chunk
+            }
+            return total
+        }
+        #expect(received > warm.body.count, "\(connection): read \(received) bytes of a \(warm.body.count)-byte body and its head")
+        // The close that waited for the answer is done once it is out.
+        #expect(await offThePool { socket.closedByPeer(within: 3) }, "\(connection): the connection stayed open")
+        let connections = fixture.server.service.connections
+        #expect(try await Self.eventually(2) { connections.openConnections == 0 })
+        await fixture.stop()
+    }
+
     @Test("graceful shutdown ends within its timeout and a second although a client reads none of its answers, and resets it")
     func shutdownWithStalledClient() async throws {
         let (fixture, path, _) = try await Self.start { config in

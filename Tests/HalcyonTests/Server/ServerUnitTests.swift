@@ -187,6 +187,8 @@ struct ServerURLTests {
         #expect(settings.warnings.isEmpty, "\(settings.warnings)")
         settings.maxConnections = 20
         #expect(settings.warnings.count == 1 && settings.warnings[0].contains("max-connections 20"), "\(settings.warnings)")
+        settings.maxQueue = .max
+        #expect(settings.warnings.count == 1, "a queue limit that overflows the sum is no trap, and warns")
     }
 }
 
