@@ -50,7 +50,9 @@ public final class AddressGate: ImageDownloaderConnectionGate {
     private let clients = Locked(PinnedClients())
     private static let resolveQueue = DispatchQueue(label: "halcyon.server.resolve", attributes: .concurrent)
 
-    /// Makes a gate; `resolver` is getaddrinfo unless a test gives its own; refusal details go to `logger`.
+    /// Makes a gate; `resolver` is getaddrinfo unless a test gives its own; refusal details go to `logger`. The
+    /// clients it pins stop inflating a content-coded body at `maxInflatedBytes` (default 50 MiB; the server passes
+    /// its source size limit).
     public init(
         policy: AddressPolicy,
         timeout: TimeInterval = 15,

@@ -56,8 +56,10 @@ public final class ConnectionLimits: Sendable {
     private let hungUp = Locked<Set<ObjectIdentifier>>([])
     let metrics: ServerMetrics?
 
-    /// Makes the limits; `metrics`, when given, counts the connections displaced and refused at the cap, and
-    /// those reset for a client that did not read.
+    /// Makes the limits: at most `maxConnections` (at least 1) open, a request head due `headerTimeout` after a
+    /// connection begins waiting for one, a connection reset when its output makes no progress for `writeTimeout`
+    /// (default 10 s); `metrics`, when given, counts the connections displaced and refused at the cap, and those
+    /// reset for a client that did not read.
     public init(
         maxConnections: Int, headerTimeout: TimeAmount, writeTimeout: TimeAmount = .seconds(10), metrics: ServerMetrics? = nil
     ) {

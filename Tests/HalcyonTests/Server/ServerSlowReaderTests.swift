@@ -182,6 +182,33 @@ struct ServerSlowReaderTests {
         stalled.hangUp()
     }
 
+    @Test("graceful shutdown is not held by a client of the metrics port that reads none of its answers")
+    func shutdownWithStalledMetricsClient() async throws {
+        let fixture = try await ServerFixture.start { config in
+            config.metricsPort = 0
+            config.writeTimeout = 30
+            config.shutdownTimeout = 1
+        }
+        defer { Task { await fixture.stop() } }
+        let port = try #require(fixture.server.metricsPort)
+        let socket = try #require(RawSocket(port: port, receiveBuffer: 4096))
+        socket.send(String(repeating: "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", count: 400))
+        #expect(await offThePool { socket.hasData(within: 5) }, "no answer came")
+        try await Task.sleep(for: .milliseconds(500))
+        // Unwatched, the connection held the shutdown until its client left: the client leaves after 8 s.
+        let watchdog = Task.detached {
+            try? await Task.sleep(for: .seconds(8))
+            if !Task.isCancelled { socket.hangUp() }
+        }
+        let start = ContinuousClock.now
+        await fixture.stop()
+        let elapsed = ContinuousClock.now - start
+        watchdog.cancel()
+        await watchdog.value
+        #expect(elapsed < .seconds(4), "shutdown took \(elapsed)")
+        socket.hangUp()
+    }
+
     @Test("at the cap, a connection whose client has not read for a second makes room for a new one, and is reset")
     func stalledConnectionIsDisplaced() async throws {
         let (fixture, path, _) = try await Self.start { config in
