@@ -17,8 +17,10 @@ import NIOHTTPTypes
 /// client's kernel (Linux `TCP_INFO`; looked at every ``progressInterval``).
 /// A client's window reopens once it has read about a segment, so a client
 /// that reads shows progress every segment or so (1.4 KB on the internet,
-/// up to 64 KB on loopback), however slowly it reads. One timer at a time checks the deadlines: a written
-/// answer moves the head's deadline and a head clears it, so a busy
+/// up to 64 KB on loopback), however slowly it reads. A close asked for
+/// while answers are still going out waits for them (see
+/// ``close(context:mode:promise:)``). One timer at a time checks the
+/// deadlines: a written answer moves the head's deadline and a head clears it, so a busy
 /// keep-alive connection schedules a timer about once per timeout, not once
 /// per request, and no lock is taken per request.
 final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandler {
