@@ -50,8 +50,6 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var removed = false
     /// A close was asked for while answers were still being written out: it is done once they are.
     private var closeWhenWritten = false
-    /// The handler is resetting the connection itself: its close must not wait.
-    private var resetting = false
 
     init(limits: ConnectionLimits) { self.limits = limits }
 
@@ -140,7 +138,7 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// more is read meanwhile, and the write timeout still resets a client that stops reading. Closes forced by the
     /// limits (displacement, the end of a graceful shutdown) and resets go through at once.
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        guard mode == .all, unsentEnds > 0, !removed, !resetting, !(slot?.closeIsForced ?? true), context.channel.isActive else {
+        guard mode == .all, unsentEnds > 0, !removed, !(slot?.closeIsForced ?? true), context.channel.isActive else {
             return context.close(mode: mode, promise: promise)
         }
         promise.map { context.channel.closeFuture.cascade(to: $0) }
@@ -262,7 +260,7 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// buffers too, not kept for an orderly close.
     private func reset(_ context: ChannelHandlerContext) {
         limits.metrics?.connectionWriteTimedOut()
-        resetting = true
-        ConnectionSlot.reset(context.channel)
+        // Through the slot, so the close is forced and not held for the output it drops.
+        if let slot { slot.end(reset: true) } else { ConnectionSlot.reset(context.channel) }
     }
 }
