@@ -104,18 +104,39 @@ start_redis() {
     FLEET_PIDS+=($!); disown
 }
 
-# N nodes with KEY/SALT; extra serve arguments after N. Sets NODE_PORTS, NODE_PIDS, UPSTREAMS.
+# Node $1 on port $2 with KEY/SALT and NODE_ARGS, logging to $WORK/node$1.log; sets NODE_PIDS[$1].
+start_node() {
+    HALCYON_KEY=$KEY HALCYON_SALT=$SALT "$BIN" serve --host 127.0.0.1 --port "$2" --allow-loopback \
+        --cache-dir "$WORK/node$1" "${NODE_ARGS[@]}" >> "$WORK/node$1.log" 2>&1 &
+    NODE_PIDS[$1]=$!; FLEET_PIDS+=($!); disown
+}
+
+# N nodes with KEY/SALT; extra serve arguments after N. Sets NODE_PORTS, NODE_PIDS, NODE_ARGS, UPSTREAMS.
 start_nodes() {
     local count=$1; shift
-    NODE_PORTS=(); NODE_PIDS=(); UPSTREAMS=""
+    NODE_PORTS=(); NODE_PIDS=(); NODE_ARGS=("$@"); UPSTREAMS=""
     for i in $(seq 0 $(( count - 1 ))); do
         local port; port=$(free_port)
-        HALCYON_KEY=$KEY HALCYON_SALT=$SALT "$BIN" serve --host 127.0.0.1 --port "$port" --allow-loopback \
-            --cache-dir "$WORK/node$i" "$@" > "$WORK/node$i.log" 2>&1 &
-        NODE_PIDS+=($!); FLEET_PIDS+=($!); NODE_PORTS+=("$port"); disown
+        NODE_PORTS+=("$port")
+        start_node "$i" "$port"
         UPSTREAMS+="server 127.0.0.1:$port max_fails=1 fail_timeout=10s;"$'\n    '
     done
     for port in "${NODE_PORTS[@]}"; do wait_http "http://127.0.0.1:$port/health" 30; done
+}
+
+node_alive() { [ -e "/proc/$1" ] && ! grep -q ') Z ' "/proc/$1/stat" 2>/dev/null; } # a zombie is dead
+
+# What a supervisor (deploy/systemd/halcyon@.service) does: starts again, on its own port and cache
+# folder, every node whose process is gone, and waits for its /health.
+restart_dead_nodes() {
+    local restarted=()
+    for i in "${!NODE_PORTS[@]}"; do
+        node_alive "${NODE_PIDS[$i]}" && continue
+        start_node "$i" "${NODE_PORTS[$i]}"
+        restarted+=("$i")
+    done
+    for i in "${restarted[@]}"; do wait_http "http://127.0.0.1:${NODE_PORTS[$i]}/health" 30; done
+    [ ${#restarted[@]} = 0 ] || echo "==> restarted node(s) ${restarted[*]}"
 }
 
 # The recipe (or $FLEET_RECIPE) in front of the nodes, in $WORK/$1. Sets FLEET_PORT.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Load driver of scripts/test-fleet.sh: signed image URLs through the fleet's nginx, one node
-SIGKILLed mid-run, then the checks of issue #17 from what the client, the origin and the nodes saw.
+SIGKILLed mid-run, then the fleet checks from what the client, the origin and the nodes saw.
 
 Everything goes to 127.0.0.1 and is bounded: a fixed list of requests, a timeout on each.
 Prints PASS/FAIL lines and a summary; exits 1 on any FAIL.
