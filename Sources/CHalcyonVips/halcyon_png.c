@@ -11,7 +11,10 @@
  * ceil(width / shrink) × ceil(height / shrink).
  *
  * The loader is strict: the CRC of every chunk up to the end of the image
- * data, the zlib header and the stream's Adler-32 are checked, and anything
+ * data, the zlib header and the stream's Adler-32 are checked, every block
+ * header and symbol is first walked by the rules of zlib's inflate (which
+ * libpng uses; ISA-L takes some streams zlib refuses, such as an incomplete
+ * Huffman code: halcyon_png_check.c), and anything
  * outside the set above, or damaged in any way, is left to libvips' loader
  * (return 1) so that it reports the problem, or tolerates it, by the caller's
  * fail-on level. Like libvips, it reads no chunk after the image data. The
@@ -20,6 +23,7 @@
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
+#include "halcyon_png_check.h"
 
 #include <isa-l/crc.h>
 #include <isa-l/igzip_lib.h>
@@ -418,7 +422,9 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
         vips_image_init_fields(image, out_width, out_height, header->bands, VIPS_FORMAT_UCHAR, VIPS_CODING_NONE,
                                header->bands == 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W, header->xres,
                                header->yres);
-        if (!hc_png_zlib_header_ok(reader, idat, buffers.state)) {
+        if (!hc_png_zlib_header_ok(reader, idat, buffers.state) ||
+            hc_png_deflate_check(reader->data, reader->length, (size_t)(idat->body - 8 - reader->data),
+                                 1u << buffers.state->hist_bits) != 0) {
             result = 1;
         } else if (vips_image_write_prepare(image) != 0) {
             result = -1;
