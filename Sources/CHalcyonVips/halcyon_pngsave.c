@@ -15,6 +15,7 @@
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
+#include "halcyon_png.h"
 
 #include <libdeflate.h>
 #include <stdint.h>
@@ -169,4 +170,59 @@ int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length) {
     hc_pngsave_runs++;
     *buffer = file;
     return 0;
+}
+
+/* MARK: - Comments */
+
+/* Whether `name`, a png-comment field, is "png-comment-", a number, "-" and a keyword libpng writes as it is: 1 to 79
+ * bytes of printable Latin-1 (32-126, 161-255), no space first, last or after another. libvips' saver refuses a
+ * name of another form ("bad png comment key"), and libpng fails the save on a keyword it cannot mend (empty, or
+ * only spaces and control characters); a longer one it cuts short. */
+static int hc_png_comment_writable(const char *name) {
+    const char *p = name + 12;
+    if (*p < '0' || *p > '9') {
+        return 0;
+    }
+    while (*p >= '0' && *p <= '9') {
+        p++;
+    }
+    if (*p++ != '-') {
+        return 0;
+    }
+    size_t n = strlen(p);
+    if (n == 0 || n > 79 || p[0] == ' ' || p[n - 1] == ' ') {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (!((c >= 32 && c <= 126) || c >= 161) || (c == ' ' && p[i + 1] == ' ')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int hc_png_writable_comments(VipsImage *in, VipsImage **out) {
+    *out = NULL;
+    gchar **fields = vips_image_get_fields(in);
+    GPtrArray *drops = g_ptr_array_new();
+    for (int i = 0; fields[i] != NULL; i++) {
+        if (strncmp(fields[i], "png-comment-", 12) == 0 && !hc_png_comment_writable(fields[i])) {
+            g_ptr_array_add(drops, fields[i]);
+        }
+    }
+    int result = 0;
+    if (drops->len == 0) {
+        g_object_ref(in);
+        *out = in;
+    } else if (vips_copy(in, out, NULL) != 0) {
+        result = -1;
+    } else {
+        for (guint i = 0; i < drops->len; i++) {
+            vips_image_remove(*out, g_ptr_array_index(drops, i));
+        }
+    }
+    g_ptr_array_free(drops, TRUE);
+    g_strfreev(fields);
+    return result;
 }

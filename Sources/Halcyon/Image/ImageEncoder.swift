@@ -22,7 +22,9 @@ public enum ImageEncoder {
         case .png(let interlaced):
             // Level 4 with the sub filter: as fast as zlib's level 6 unfiltered and a quarter smaller on photographs.
             // Plain 8-bit images are compressed by libdeflate (about twice zlib's speed), the rest by libpng.
-            return try source.saved(as: format) { hc_pngsave($0, 4, interlaced ? 1 : 0, $1, $2) }
+            // A source's text whose keyword PNG cannot carry is dropped; it would fail the whole save.
+            let writable = try source.apply("png comments") { hc_png_writable_comments($0, $1) }
+            return try writable.saved(as: format) { hc_pngsave($0, 4, interlaced ? 1 : 0, $1, $2) }
         case .gif:
             return try source.saved(as: format) { hc_gifsave($0, $1, $2) }
         case .webp(let quality, let lossless):
