@@ -88,6 +88,9 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
             return ServerError(status: 502, code: "source_too_many_redirects", message: "the source needs more than \(limit) redirects")
         case .cannotConnect:
             return ServerError(status: 502, code: "source_unreachable", message: "cannot connect to the source")
+        case .connectionRefusedByGate(_, let message) where message == AddressGate.notAllowedMessage:
+            // A redirect hop outside the allowed sources: the same answer as a first hop outside them.
+            return ServerError(status: 403, code: "source_not_allowed", message: "the source is not under an allowed prefix")
         case .connectionRefusedByGate:
             // The gate's detail (what the name resolves to) goes to the log, never to the client.
             return ServerError(status: 403, code: "source_address_forbidden", message: "source address forbidden")

@@ -203,7 +203,7 @@ struct HTTPTransport: Sendable {
         measure: (Int, Int) -> NetworkMetrics
     ) async throws -> FetchOutcome {
         let url = task.url
-        try validateHead(head, url: url)
+        try validateHead(head, url: url, resuming: resume != nil)
         let prefix = try resumedPrefix(head: head, resume: resume, url: url)
         let resumedBytes = prefix.count
 
@@ -227,13 +227,13 @@ struct HTTPTransport: Sendable {
         return FetchOutcome(data: data, response: head, metrics: measure(data.count - resumedBytes, resumedBytes))
     }
 
-    /// Checks the status code (delegate, or 2xx/3xx except a redirect that reached here without a `Location`),
-    /// refuses 304 and asks the delegate about the head.
-    private func validateHead(_ head: ImageDownloadResponse, url: URL) throws {
+    /// Checks the status code (delegate, or 200, 206 and 304), refuses a 206 that answers no resume's `Range`
+    /// request (it is a part, never the image), refuses 304 and asks the delegate about the head.
+    private func validateHead(_ head: ImageDownloadResponse, url: URL, resuming: Bool) throws {
         let delegate = settings.delegate
         let valid = delegate?.isValidStatusCode(head.statusCode, for: downloader)
             ?? ImageDownloader.isAcceptableStatus(head.statusCode)
-        guard valid else {
+        guard valid, head.statusCode != 206 || resuming else {
             throw HalcyonError.responseError(reason: .invalidHTTPStatusCode(url: url, statusCode: head.statusCode))
         }
         if head.statusCode == 304 {

@@ -4,10 +4,14 @@ extension ImageDownloader {
     /// The statuses that redirect when they carry a `Location`.
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
-    /// Whether a final answer's status is acceptable by default: 200..<400, except a redirect status (a redirect
-    /// with a `Location` is followed, so one reaching here has none).
+    /// Whether a final answer's status is acceptable by default: 200; 206, which is taken only as the answer to the
+    /// `Range` request of a resumed download (to any other request it is refused whatever the delegate says); and
+    /// 304, the answer to a conditional request, reported as `HalcyonError.ResponseErrorReason.notModified`.
+    ///
+    /// Any other status is `invalidHTTPStatusCode`: another 2xx (201, 204, a 206 nobody asked for) is not the
+    /// image, nor is a 3xx that is not followed (300, 305, a redirect without a `Location`).
     public static func isAcceptableStatus(_ code: Int) -> Bool {
-        (200..<400).contains(code) && !redirectStatuses.contains(code)
+        code == 200 || code == 206 || code == 304
     }
 
     /// Whether `url` is an http or https URL with a host, and a port, if any, from 0 to 65535.

@@ -42,7 +42,7 @@ public protocol ImageDownloaderDelegate: AnyObject, Sendable {
         _ downloader: ImageDownloader, didDownload image: Image, for url: URL, with response: ImageDownloadResponse)
 
     /// Whether `code` is an acceptable status for a final answer. Default: ``ImageDownloader/isAcceptableStatus(_:)``,
-    /// 200..<400 except a redirect status without a `Location`.
+    /// 200, 206 and 304. A 206 is refused, whatever this says, unless it answers a resumed download's `Range` request.
     func isValidStatusCode(_ code: Int, for downloader: ImageDownloader) -> Bool
 }
 
@@ -69,7 +69,7 @@ extension ImageDownloaderDelegate {
     public func imageDownloader(
         _ downloader: ImageDownloader, didDownload image: Image, for url: URL, with response: ImageDownloadResponse) {}
 
-    /// Accepts 200..<400, except a redirect status (one without a `Location`).
+    /// Accepts 200, 206 (to a resume's `Range` request) and 304: ``ImageDownloader/isAcceptableStatus(_:)``.
     public func isValidStatusCode(_ code: Int, for downloader: ImageDownloader) -> Bool {
         ImageDownloader.isAcceptableStatus(code)
     }
