@@ -13,7 +13,10 @@
  * past the header's window is refused; zlib takes some of those within one
  * output buffer), which only sends such a file to libvips. The rest (stored
  * blocks' lengths, the Adler-32, the data's length) is left to ISA-L's pass.
- * Cost: about a third of ISA-L's inflate on photographs.
+ * Cost: about 1.3 times ISA-L's inflate of the same stream (a 6400x4268
+ * photograph: some 200 ms of CPU against 150 ms), which about doubles the
+ * loader's time; zlib's inflate, the other way to agree with libpng, takes
+ * some 2.1 times ISA-L's.
  */
 #include "halcyon_png_check.h"
 
