@@ -177,7 +177,7 @@ struct ConformanceTests {
         let width = try #require(entry.width)
         let height = try #require(entry.height)
         let target = 24
-        let shrink = ImageDecoder.jpegShrink(longerSide: max(width, height), atLeast: target)
+        let shrink = ImageDecoder.jpegShrink(longerSide: max(width, height), shorterSide: min(width, height), atLeast: target)
         let image = try ImageDecoder.decode(try Self.bytes(entry.file), options: ImageDecodingOptions(
             downsampleSize: CGSize(width: target, height: target), downsamplingMode: .loaderOnly))
         #expect(shrink > 1, "the fixture is too small to exercise the loader's shrink")

@@ -117,14 +117,22 @@ struct ImageDecoderTests {
 
     @Test("the JPEG shrink is the largest that keeps the longer side at the target or above")
     func jpegShrinkChoice() {
-        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 300) == 8)
-        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 500) == 8)
-        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 501) == 4)
-        #expect(ImageDecoder.jpegShrink(longerSide: 4001, atLeast: 501) == 8)
-        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 1001) == 2)
-        #expect(ImageDecoder.jpegShrink(longerSide: 4000, atLeast: 2001) == 1)
-        #expect(ImageDecoder.jpegShrink(longerSide: 1, atLeast: 1) == 8)
-        #expect(ImageDecoder.jpegShrink(longerSide: 10, atLeast: 4000) == 1)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 3000, atLeast: 300) == 8)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 3000, atLeast: 500) == 8)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 3000, atLeast: 501) == 4)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4001, shorterSide: 3000, atLeast: 501) == 8)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 3000, atLeast: 1001) == 2)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 3000, atLeast: 2001) == 1)
+        #expect(ImageDecoder.jpegShrink(longerSide: 10, shorterSide: 10, atLeast: 4000) == 1)
+    }
+
+    @Test("the JPEG shrink never takes the shorter side below one pixel")
+    func jpegShrinkKeepsShorterSide() {
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 8, atLeast: 200) == 8)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 7, atLeast: 200) == 4)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 3, atLeast: 200) == 2)
+        #expect(ImageDecoder.jpegShrink(longerSide: 4000, shorterSide: 1, atLeast: 200) == 1)
+        #expect(ImageDecoder.jpegShrink(longerSide: 1, shorterSide: 1, atLeast: 1) == 1)
     }
 
     // MARK: - Bad input

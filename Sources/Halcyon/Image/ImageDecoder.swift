@@ -29,9 +29,9 @@ public enum ImageDecoder {
 
         if let target = options.downsampleSize {
             let pixels = max(1, Int((max(target.width, target.height) * scale).rounded()))
-            let longerSide = max(header.width, frameHeight)
+            let sides = (longer: max(header.width, frameHeight), shorter: min(header.width, frameHeight))
             if options.downsamplingMode == .loaderOnly, frameCount == 1,
-               let shrunk = try shrunkByLoader(opened, longerSide: longerSide, atLeast: pixels, strictness: options.strictness) {
+               let shrunk = try shrunkByLoader(opened, sides: sides, atLeast: pixels, strictness: options.strictness) {
                 return Image(vips: shrunk.image, frameHeight: shrunk.image.height, frameCount: 1, scale: scale, originalFormat: format,
                              frameDelays: [], loopCount: loop, sourceFingerprint: shrunk.factor == 1 ? DataFingerprint(data) : nil)
             }
@@ -146,19 +146,20 @@ public enum ImageDecoder {
 
     /// The loader's own shrink of a still image to `pixels` or more on its longer side, and the factor: libjpeg's
     /// 1/2, 1/4 or 1/8 for a JPEG, whole-pixel boxes for a plain PNG; nil for any other image, left to `vips_thumbnail`.
+    /// No factor is larger than the shorter side, so neither side of the result falls below one pixel.
     private static func shrunkByLoader(
-        _ opened: OpenedImage, longerSide: Int, atLeast pixels: Int, strictness: DecodingStrictness
+        _ opened: OpenedImage, sides: (longer: Int, shorter: Int), atLeast pixels: Int, strictness: DecodingStrictness
     ) throws(HalcyonError) -> (image: VipsImageRef, factor: Int)? {
         let (buffer, format) = (opened.buffer, opened.format)
         switch format {
         case .jpeg:
-            let shrink = jpegShrink(longerSide: longerSide, atLeast: pixels)
+            let shrink = jpegShrink(longerSide: sides.longer, shorterSide: sides.shorter, atLeast: pixels)
             let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
                 try stillImage(loadJPEG(buffer, shrink: shrink, strictness: strictness), header: opened.header)
             }
             return (decoded, shrink)
         case .png:
-            let shrink = pngShrink(longerSide: longerSide, atLeast: pixels)
+            let shrink = min(pngShrink(longerSide: sides.longer, atLeast: pixels), max(1, sides.shorter))
             let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) in try loadPNG(buffer, shrink: shrink) }
             return decoded.map { ($0, shrink) }
         default:
@@ -202,10 +203,13 @@ public enum ImageDecoder {
         return VipsImageRef(taking: output, retaining: [buffer])
     }
 
-    /// The largest JPEG decoder shrink (8, 4 or 2) that keeps the longer side
-    /// at `pixels` or more; 1 when none does.
-    static func jpegShrink(longerSide: Int, atLeast pixels: Int) -> Int {
-        for shrink in [8, 4, 2] where (longerSide + shrink - 1) / shrink >= pixels {
+    /// The largest JPEG decoder shrink (8, 4 or 2) that keeps the longer side at `pixels` or more and is
+    /// no larger than the shorter side; 1 when none does.
+    ///
+    /// libvips 8.14's JPEG loader rounds the shrunk size down: a factor over the shorter side would make an
+    /// image 0 pixels wide or tall, which aborts the process (a 7×4000 JPEG at 1/8).
+    static func jpegShrink(longerSide: Int, shorterSide: Int, atLeast pixels: Int) -> Int {
+        for shrink in [8, 4, 2] where (longerSide + shrink - 1) / shrink >= pixels && shrink <= shorterSide {
             return shrink
         }
         return 1

@@ -5,9 +5,11 @@ import Foundation
 
 extension VipsImageRef {
     /// The box of what differs from `background` (one value per band; empty takes the top-left pixel's colour)
-    /// by more than `threshold`; nil when everything is background.
+    /// by more than `threshold`; nil when everything is background, or when a side is under 3 pixels.
     func trimBox(threshold: Double, background: [Double]) throws(HalcyonError) -> (left: Int, top: Int, width: Int, height: Int)? {
         try VipsRuntime.ensureStarted()
+        // find_trim smooths with a 3×3 median first and fails on anything narrower: nothing to trim there.
+        guard width >= 3, height >= 3 else { return nil }
         var left: Int32 = 0, top: Int32 = 0, width: Int32 = 0, height: Int32 = 0
         let status = withExtendedLifetime(self) {
             background.withUnsafeBufferPointer {
