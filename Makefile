@@ -57,7 +57,8 @@ test-tsan: deps
 
 ## test-fleet: 3 `halcyon serve` nodes sharing a redis-server behind nginx (deploy/nginx/halcyon.conf), one
 ##             node SIGKILLed mid-run: zero failed requests, each repeated URL computed once, nginx cache hits,
-##             results shared through Redis. Installs nginx and redis-server with apt when missing.
+##             results shared through Redis; then one request whose node dies under it reaches at most 2 of the
+##             3 nodes. Installs nginx and redis-server with apt when missing.
 test-fleet: test-deps
 	$(SWIFT) build --product halcyon
 	HALCYON_BIN="$$($(SWIFT) build --show-bin-path)/halcyon" bash scripts/test-fleet.sh
