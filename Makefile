@@ -44,7 +44,7 @@ test: test-deps
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_SUITES)'
 
 ## test-asan: the image engine and cache tests under AddressSanitizer + LeakSanitizer (own build folder).
-ASAN_SUITES := RenderCancellationTests|FastReduceTests|PNGShrinkLoaderTests|PNGDeflateEncoderTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
+ASAN_SUITES := RenderCancellationTests|FastReduceTests|PNGShrinkLoaderTests|PNGInflateAgreementTests|PNGCommentKeyTests|PNGDeflateEncoderTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test --disable-xctest --no-parallel --sanitize=address --scratch-path .build/asan --filter '$(ASAN_SUITES)'
 
@@ -134,7 +134,13 @@ clean:
 ##       crashes in .build/fuzz/artifacts (turn one into a fixture + a fix + a test).
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := .build/fuzz
-.PHONY: fuzz
+.PHONY: fuzz fuzz-png
+## fuzz-png: the shrinking PNG loader under libFuzzer + ASan with libvips' decode as the oracle, for
+##           PNG_FUZZ_SECONDS (default 90; CI runs it); see Fuzz/png/run.sh.
+PNG_FUZZ_SECONDS ?= 90
+fuzz-png: deps
+	sh Fuzz/png/run.sh $(PNG_FUZZ_SECONDS)
+
 fuzz: deps
 	@bin=$$(Fuzz/build.sh) && mkdir -p $(FUZZ_DIR)/corpus/decode $(FUZZ_DIR)/corpus/chain $(FUZZ_DIR)/corpus/url $(FUZZ_DIR)/artifacts && \
 	echo "==> DecodeFuzzer for $(FUZZ_SECONDS) s" && \
