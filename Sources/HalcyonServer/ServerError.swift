@@ -80,7 +80,7 @@ public struct ServerError: Error, Sendable, Equatable, HTTPResponseError {
     private static func from(_ reason: HalcyonError.RequestErrorReason) -> ServerError {
         switch reason {
         case .invalidURL: return ServerError(status: 400, code: "invalid_source", message: "the source URL cannot be fetched")
-        case .taskCancelled, .downloaderShutDown:
+        case .taskCancelled, .downloaderShutDown, .dataProviderCancelled:
             return ServerError(status: 503, code: "cancelled", message: "the request was cancelled")
         case .redirectBlocked, .invalidRedirect:
             return ServerError(status: 502, code: "source_bad_redirect", message: "the source redirected somewhere it may not")

@@ -73,7 +73,7 @@ struct CLIFailure: Error, CustomStringConvertible {
         case .requestError(let reason):
             switch reason {
             case .invalidURL, .emptyRequest: return ("invalid-url", 64)
-            case .taskCancelled: return ("cancelled", 1)
+            case .taskCancelled, .dataProviderCancelled: return ("cancelled", 1)
             case .blockedURL: return ("blocked-url", 69)
             default: return ("unreachable", 69)
             }

@@ -287,7 +287,7 @@ struct HalcyonOptionsTests {
         defer { Task { await fixture.shutdown() } }
         let url = fixture.url("/image/memory-only")
         _ = try await fixture.manager.retrieveImage(with: url, options: [.cacheMemoryOnly, .waitForCache])
-        #expect(await fixture.cache.imageCachedType(forKey: url.cacheKey) == .memory)
+        #expect(await fixture.cache.imageCachedTypeAsync(forKey: url.cacheKey) == .memory)
         #expect(!fixture.cache.diskStorage.isCached(forKey: url.cacheKey))
     }
 
@@ -369,7 +369,7 @@ struct HalcyonOptionsTests {
         #expect(try await fixture.manager.retrieveImage(with: url, options: [.diskCacheAccessExtendingExpiration(.none)]).cacheType == .disk)
         fixture.cache.clearMemoryCache()
         fixture.clock.advance(by: 11)
-        #expect(await fixture.cache.imageCachedType(forKey: url.cacheKey) == .none)
+        #expect(await fixture.cache.imageCachedTypeAsync(forKey: url.cacheKey) == .none)
     }
 
     @Test("forcedCacheFileExtension: the cache file carries the extension")

@@ -54,12 +54,12 @@ struct ImageCacheTests {
         #expect(first.cacheType == .memory)
         #expect(first.image === image)
         cache.clearMemoryCache()
-        #expect(await cache.imageCachedType(forKey: "photo") == .disk)
+        #expect(await cache.imageCachedTypeAsync(forKey: "photo") == .disk)
         let second = try await cache.retrieveImage(forKey: "photo", options: options())
         #expect(second.cacheType == .disk)
         let decoded = try #require(second.image)
         #expect(try decoded.rgbaPixels() == image.rgbaPixels())
-        #expect(await cache.imageCachedType(forKey: "photo") == .memory)
+        #expect(await cache.imageCachedTypeAsync(forKey: "photo") == .memory)
         let third = try await cache.retrieveImage(forKey: "photo", options: [])
         #expect(third.cacheType == .memory)
         let missing = try await cache.retrieveImage(forKey: "nothing", options: options())
@@ -98,18 +98,18 @@ struct ImageCacheTests {
         defer { directory.remove() }
         let cache = try makeCache(in: directory)
         try await cache.store(try makeTestImage(), forKey: "mem", toDisk: false)
-        #expect(await cache.imageCachedType(forKey: "mem") == .memory)
+        #expect(await cache.imageCachedTypeAsync(forKey: "mem") == .memory)
         #expect(cache.diskStorage.isCached(forKey: "mem") == false)
         try await cache.store(try makeTestImage(), forKey: "both")
         #expect(await cache.diskStorageSize > 0)
         try await cache.removeImage(forKey: "both", fromDisk: false)
-        #expect(await cache.imageCachedType(forKey: "both") == .disk)
+        #expect(await cache.imageCachedTypeAsync(forKey: "both") == .disk)
         try await cache.removeImage(forKey: "both")
-        #expect(await cache.imageCachedType(forKey: "both") == .none)
+        #expect(await cache.imageCachedTypeAsync(forKey: "both") == .none)
         try await cache.store(try makeTestImage(), forKey: "again")
         try await cache.clearDiskCache()
         #expect(await cache.diskStorageSize == 0)
-        #expect(await cache.imageCachedType(forKey: "again") == .memory)
+        #expect(await cache.imageCachedTypeAsync(forKey: "again") == .memory)
         cache.clearMemoryCache()
         #expect(cache.isCached(forKey: "again") == false)
     }
@@ -147,9 +147,9 @@ struct ImageCacheTests {
         clock.advance(by: 15)
         cache.cleanExpiredMemoryCache()
         #expect(cache.memoryStorage.count == 1)
-        #expect(await cache.imageCachedType(forKey: "short") == .disk)
+        #expect(await cache.imageCachedTypeAsync(forKey: "short") == .disk)
         clock.advance(by: 10)
-        #expect(await cache.imageCachedType(forKey: "short") == .none)
+        #expect(await cache.imageCachedTypeAsync(forKey: "short") == .none)
         let removed = await cache.cleanExpiredDiskCache()
         #expect(removed.count == 1)
         #expect(try await cache.retrieveImage(forKey: "short", options: options()).cacheType == .none)
@@ -221,10 +221,10 @@ struct ImageCacheTests {
         defer { directory.remove() }
         let cache = try makeCache(in: directory)
         try await cache.storeToDisk(Data("definitely not an image".utf8), forKey: "junk")
-        #expect(await cache.imageCachedType(forKey: "junk") == .disk)
+        #expect(await cache.imageCachedTypeAsync(forKey: "junk") == .disk)
         let result = try await cache.retrieveImage(forKey: "junk", options: options())
         #expect(result.cacheType == .none)
-        #expect(await cache.imageCachedType(forKey: "junk") == .none)
+        #expect(await cache.imageCachedTypeAsync(forKey: "junk") == .none)
 
         try await cache.store(try makeTestImage(width: 100, height: 100), forKey: "big", toDisk: true)
         cache.clearMemoryCache()
@@ -234,7 +234,7 @@ struct ImageCacheTests {
             guard case HalcyonError.processorError(reason: .tooManyPixels) = error else { return false }
             return true
         }
-        #expect(await cache.imageCachedType(forKey: "big") == .disk)
+        #expect(await cache.imageCachedTypeAsync(forKey: "big") == .disk)
     }
 
     @Test("HTTP metadata is stored with the entry and an entry can be re-dated after a 304")

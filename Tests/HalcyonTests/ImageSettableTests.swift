@@ -240,9 +240,9 @@ struct ImagePrefetcherTests {
         _ = try await fixture.manager.retrieveImage(with: url, options: [.waitForCache])
         fixture.cache.clearMemoryCache()
         _ = await ImagePrefetcher(urls: [url], manager: fixture.manager).prefetch()
-        #expect(await fixture.cache.imageCachedType(forKey: url.cacheKey) == .disk)
+        #expect(await fixture.cache.imageCachedTypeAsync(forKey: url.cacheKey) == .disk)
         _ = await ImagePrefetcher(urls: [url], options: [.alsoPrefetchToMemory], manager: fixture.manager).prefetch()
-        #expect(await fixture.cache.imageCachedType(forKey: url.cacheKey) == .memory)
+        #expect(await fixture.cache.imageCachedTypeAsync(forKey: url.cacheKey) == .memory)
     }
 
     @Test("the retry strategy applies to prefetching")

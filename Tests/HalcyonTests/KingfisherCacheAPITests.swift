@@ -8,7 +8,7 @@ final class NotificationLog: Sendable {
 }
 
 /// Kingfisher's cache API a porting user types: live `diskStorage.config`, `diskCachePathClosure`,
-/// the async `imageCachedType` and the clean notification.
+/// the off-thread `imageCachedTypeAsync` and the clean notification.
 @Suite("Kingfisher API: cache")
 struct KingfisherCacheAPITests {
     @Test("diskStorage.config changes apply to the running cache; its name and directory stay")
@@ -44,16 +44,16 @@ struct KingfisherCacheAPITests {
         #expect(FileManager.default.fileExists(atPath: cache.cachePath(forKey: "k")) && cache.cachePath(forKey: "k").hasPrefix(expected))
     }
 
-    @Test("The async imageCachedType reads memory, then the disk entry off the caller")
+    @Test("imageCachedTypeAsync reads memory, then the disk entry off the caller")
     func asyncCachedType() async throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let cache = try ImageCache(name: "type", cacheDirectoryURL: directory.url)
-        #expect(await cache.imageCachedType(forKey: "k") == .none)
+        #expect(await cache.imageCachedTypeAsync(forKey: "k") == .none)
         try await cache.store(try makeTestImage(), forKey: "k")
-        #expect(await cache.imageCachedType(forKey: "k") == .memory)
+        #expect(await cache.imageCachedTypeAsync(forKey: "k") == .memory)
         cache.clearMemoryCache()
-        #expect(await cache.imageCachedType(forKey: "k") == .disk)
+        #expect(await cache.imageCachedTypeAsync(forKey: "k") == .disk)
     }
 
     @Test("Cleaning expired disk entries posts HalcyonDidCleanDiskCache with the removed hashes")

@@ -206,7 +206,7 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: path))
         #expect(cache.cachePath(forKey: key).hasSuffix(".png"), "plain keys keep their extension")
         cache.clearMemoryCache()
-        #expect(await cache.imageCachedType(forKey: key, processorIdentifier: processor.identifier) == .disk)
+        #expect(await cache.imageCachedTypeAsync(forKey: key, processorIdentifier: processor.identifier) == .disk)
         let found = try await cache.retrieveImageInDiskCache(forKey: key, options: HalcyonParsedOptionsInfo([.processor(processor)]))
         #expect(found != nil)
 

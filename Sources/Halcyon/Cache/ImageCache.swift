@@ -89,12 +89,12 @@ public final class ImageCache: Sendable {
         original: Data? = nil,
         forKey key: String,
         processorIdentifier identifier: String = "",
+        forcedExtension: String? = nil,
         cacheSerializer serializer: any CacheSerializer = DefaultCacheSerializer.default,
         toDisk: Bool = true,
         memoryExpiration: StorageExpiration? = nil,
         diskExpiration: StorageExpiration? = nil,
         metadata: CacheEntryMetadata? = nil,
-        forcedExtension: String? = nil,
         syncsWrites: Bool? = nil,
         callbackQueue: DispatchQueue? = nil,
         completionHandler: (@Sendable (CacheStoreResult) -> Void)? = nil
@@ -130,19 +130,18 @@ public final class ImageCache: Sendable {
         original: Data? = nil,
         forKey key: String,
         processorIdentifier identifier: String = "",
+        forcedExtension: String? = nil,
         cacheSerializer serializer: any CacheSerializer = DefaultCacheSerializer.default,
         toDisk: Bool = true,
         memoryExpiration: StorageExpiration? = nil,
         diskExpiration: StorageExpiration? = nil,
         metadata: CacheEntryMetadata? = nil,
-        forcedExtension: String? = nil,
         syncsWrites: Bool? = nil
     ) async throws(HalcyonError) {
         let result = await awaitDelivery { deliver in
-            store(image, original: original, forKey: key, processorIdentifier: identifier, cacheSerializer: serializer,
-                  toDisk: toDisk, memoryExpiration: memoryExpiration, diskExpiration: diskExpiration,
-                  metadata: metadata, forcedExtension: forcedExtension, syncsWrites: syncsWrites,
-                  callbackQueue: nil) { deliver($0) }
+            store(image, original: original, forKey: key, processorIdentifier: identifier, forcedExtension: forcedExtension,
+                  cacheSerializer: serializer, toDisk: toDisk, memoryExpiration: memoryExpiration, diskExpiration: diskExpiration,
+                  metadata: metadata, syncsWrites: syncsWrites, callbackQueue: nil) { deliver($0) }
         }
         try result.diskCacheResult.get()
     }
@@ -155,9 +154,9 @@ public final class ImageCache: Sendable {
         _ data: Data,
         forKey key: String,
         processorIdentifier identifier: String = "",
+        forcedExtension: String? = nil,
         expiration: StorageExpiration? = nil,
         metadata: CacheEntryMetadata? = nil,
-        forcedExtension: String? = nil,
         syncsWrites: Bool? = nil,
         callbackQueue: DispatchQueue? = nil,
         completionHandler: (@Sendable (CacheStoreResult) -> Void)? = nil
@@ -186,14 +185,14 @@ public final class ImageCache: Sendable {
         _ data: Data,
         forKey key: String,
         processorIdentifier identifier: String = "",
+        forcedExtension: String? = nil,
         expiration: StorageExpiration? = nil,
         metadata: CacheEntryMetadata? = nil,
-        forcedExtension: String? = nil,
         syncsWrites: Bool? = nil
     ) async throws(HalcyonError) {
         let result = await awaitDelivery { deliver in
-            storeToDisk(data, forKey: key, processorIdentifier: identifier, expiration: expiration,
-                        metadata: metadata, forcedExtension: forcedExtension, syncsWrites: syncsWrites,
+            storeToDisk(data, forKey: key, processorIdentifier: identifier, forcedExtension: forcedExtension,
+                        expiration: expiration, metadata: metadata, syncsWrites: syncsWrites,
                         callbackQueue: nil) { deliver($0) }
         }
         try result.diskCacheResult.get()
@@ -291,7 +290,9 @@ public final class ImageCache: Sendable {
 
     /// Where the image for `key` and `processorIdentifier` is cached, checking memory then the disk entry's header.
     ///
-    /// The disk check reads one small header on the caller's thread.
+    /// The disk check reads one small header on the caller's thread. Synchronous, as in Kingfisher, in `async`
+    /// code too; ``imageCachedTypeAsync(forKey:processorIdentifier:forcedExtension:)`` checks the disk on the
+    /// cache's queue instead.
     public func imageCachedType(forKey key: String, processorIdentifier identifier: String = "", forcedExtension: String? = nil) -> CacheType {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
         if memoryStorage.isCached(forKey: computed) { return .memory }
@@ -299,19 +300,10 @@ public final class ImageCache: Sendable {
         return .none
     }
 
-    /// ``imageCachedType(forKey:processorIdentifier:forcedExtension:)`` with the disk check on the cache's
-    /// read queue rather than the caller's thread.
-    public func imageCachedType(forKey key: String, processorIdentifier identifier: String = "", forcedExtension: String? = nil) async -> CacheType {
-        let computed = Self.computedKey(key, processorIdentifier: identifier)
-        if memoryStorage.isCached(forKey: computed) { return .memory }
-        return await onQueue(ioQueue) {
-            self.diskStorage.isCached(forKey: computed, forcedExtension: forcedExtension, extensionKey: key) ? .disk : .none
-        }
-    }
-
-    /// Whether the image for `key` and `processorIdentifier` is in memory or on disk.
-    public func isCached(forKey key: String, processorIdentifier identifier: String = "") -> Bool {
-        imageCachedType(forKey: key, processorIdentifier: identifier).cached
+    /// Whether the image for `key` and `processorIdentifier` is in memory or on disk (with `forcedExtension`, if
+    /// it was stored with one).
+    public func isCached(forKey key: String, processorIdentifier identifier: String = "", forcedExtension: String? = nil) -> Bool {
+        imageCachedType(forKey: key, processorIdentifier: identifier, forcedExtension: forcedExtension).cached
     }
 
     /// The path of the disk file for `key` and `processorIdentifier`, whether or not it exists.
@@ -350,6 +342,7 @@ public final class ImageCache: Sendable {
     public func removeImage(
         forKey key: String,
         processorIdentifier identifier: String = "",
+        forcedExtension: String? = nil,
         fromMemory: Bool = true,
         fromDisk: Bool = true,
         callbackQueue: DispatchQueue? = nil,
@@ -364,7 +357,7 @@ public final class ImageCache: Sendable {
         ioQueue.async {
             let result: Result<Void, HalcyonError>
             do throws(HalcyonError) {
-                try self.diskStorage.remove(forKey: computed, extensionKey: key)
+                try self.diskStorage.remove(forKey: computed, forcedExtension: forcedExtension, extensionKey: key)
                 result = .success(())
             } catch {
                 result = .failure(error)
@@ -379,11 +372,13 @@ public final class ImageCache: Sendable {
     public func removeImage(
         forKey key: String,
         processorIdentifier identifier: String = "",
+        forcedExtension: String? = nil,
         fromMemory: Bool = true,
         fromDisk: Bool = true
     ) async throws(HalcyonError) {
         let result = await awaitDelivery { deliver in
-            removeImage(forKey: key, processorIdentifier: identifier, fromMemory: fromMemory, fromDisk: fromDisk) {
+            removeImage(forKey: key, processorIdentifier: identifier, forcedExtension: forcedExtension,
+                        fromMemory: fromMemory, fromDisk: fromDisk) {
                 deliver($0)
             }
         }

@@ -46,6 +46,10 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         case blockedURL(url: URL)
         /// The connection gate refused to connect to `url` (for example its address is private); nothing was sent.
         case connectionRefusedByGate(url: URL, message: String)
+        /// The load of an ``ImageDataProvider`` was cancelled (Kingfisher's payload: the provider): the caller's Swift
+        /// task, `RetrieveImageTask.cancel()` or `hc.cancelDownloadTask()` stopped a provider-backed retrieval.
+        /// As in Kingfisher, ``HalcyonError/isTaskCancelled`` is false for it.
+        case dataProviderCancelled(provider: any ImageDataProvider)
     }
 
     /// Why a response was refused.

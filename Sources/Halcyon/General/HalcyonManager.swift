@@ -100,7 +100,8 @@ public final class HalcyonManager: Sendable {
     /// Retrieves the image of `source`; throws `HalcyonError`.
     ///
     /// Cancelling the calling task cancels the retrieval (a download shared
-    /// with other callers goes on for them) and throws `requestError(.taskCancelled)`.
+    /// with other callers goes on for them) and throws `requestError(.taskCancelled)`
+    /// (`requestError(.dataProviderCancelled)` for a data provider's load).
     /// `progressBlock` runs on the options' `.callbackQueue`, by default the
     /// main queue (``CallbackQueue/mainCurrentOrAsync``), so a program that
     /// does not run the main queue (see ``CallbackQueue``) should pass
@@ -226,7 +227,7 @@ public final class HalcyonManager: Sendable {
                 return try await retrieveWithRetry(candidate, originalSource: source, options: options, progressBlock: progressBlock,
                                                    attemptStarted: attemptStarted, announcesFirst: index > 0)
             } catch {
-                if error.isTaskCancelled || Task.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
+                if error.isTaskCancelled || Task.isCancelled { throw Self.cancelled(candidate) }
                 failures.append(PropagationError(source: candidate, error: error))
             }
         }
@@ -265,6 +266,13 @@ public final class HalcyonManager: Sendable {
                 }
             }
         }
+    }
+
+    /// The error of a retrieval of `source` that was cancelled: Kingfisher's `dataProviderCancelled(provider:)` for a
+    /// provider-backed load, `taskCancelled` otherwise.
+    private static func cancelled(_ source: Source) -> HalcyonError {
+        if case .provider(let provider) = source { return .requestError(reason: .dataProviderCancelled(provider: provider)) }
+        return .requestError(reason: .taskCancelled(task: nil, token: nil))
     }
 
     /// The progressive JPEG previewer the options ask for: it hands previews to `onImageUpdated` on the callback queue

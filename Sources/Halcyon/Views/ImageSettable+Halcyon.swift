@@ -95,7 +95,64 @@ extension HalcyonWrapper where Base: ImageSettable {
                  progressBlock: progressBlock, completionHandler: completionHandler)
     }
 
-    /// Cancels the target's current load; its completion reports `taskCancelled`.
+    /// Loads the bytes of `provider` (nil behaves as a nil source) and shows them on the target.
+    @discardableResult
+    public func setImage(
+        with provider: (any ImageDataProvider)?,
+        placeholder: (any Placeholder)? = nil,
+        options: HalcyonOptionsInfo? = nil,
+        manager: HalcyonManager = .shared,
+        progressBlock: DownloadProgressBlock? = nil,
+        completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)? = nil
+    ) -> RetrieveImageTask? {
+        setImage(with: provider.map { Source.provider($0) }, placeholder: placeholder, options: options, manager: manager,
+                 progressBlock: progressBlock, completionHandler: completionHandler)
+    }
+
+    // Kingfisher's overloads without a progress block: with them, a trailing closure is the completion handler
+    // (`imageView.hc.setImage(with: url) { result in … }`), not the progress block.
+
+    /// Loads `source` and shows it on the target; the overload without a progress block.
+    @discardableResult
+    public func setImage(
+        with source: Source?,
+        placeholder: (any Placeholder)? = nil,
+        options: HalcyonOptionsInfo? = nil,
+        manager: HalcyonManager = .shared,
+        completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)? = nil
+    ) -> RetrieveImageTask? {
+        setImage(with: source, placeholder: placeholder, options: options, manager: manager, progressBlock: nil,
+                 completionHandler: completionHandler)
+    }
+
+    /// Loads `resource` and shows it on the target; the overload without a progress block.
+    @discardableResult
+    public func setImage(
+        with resource: (any Resource)?,
+        placeholder: (any Placeholder)? = nil,
+        options: HalcyonOptionsInfo? = nil,
+        manager: HalcyonManager = .shared,
+        completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)? = nil
+    ) -> RetrieveImageTask? {
+        setImage(with: resource?.convertToSource(), placeholder: placeholder, options: options, manager: manager,
+                 progressBlock: nil, completionHandler: completionHandler)
+    }
+
+    /// Loads the bytes of `provider` and shows them on the target; the overload without a progress block.
+    @discardableResult
+    public func setImage(
+        with provider: (any ImageDataProvider)?,
+        placeholder: (any Placeholder)? = nil,
+        options: HalcyonOptionsInfo? = nil,
+        manager: HalcyonManager = .shared,
+        completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)? = nil
+    ) -> RetrieveImageTask? {
+        setImage(with: provider.map { Source.provider($0) }, placeholder: placeholder, options: options, manager: manager,
+                 progressBlock: nil, completionHandler: completionHandler)
+    }
+
+    /// Cancels the target's current load; its completion reports `taskCancelled` (`dataProviderCancelled` when a data
+    /// provider was loading).
     public func cancelDownloadTask() {
         base.halcyonState.cancelTask()
     }
