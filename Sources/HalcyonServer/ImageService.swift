@@ -139,7 +139,7 @@ public final class ImageService: Sendable {
         let explicit = parsed.outputExtension ?? options.format
         let negotiated = explicit == nil ? negotiatedFormats.format(accepting: request.headers[.accept]) : nil
         let memory = MemoryAdmission(
-            budget: memoryBudget, options: options,
+            budget: memoryBudget, options: options, output: explicit ?? negotiated,
             maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000), maxResultSide: configuration.maxResultDimension,
             wait: .seconds(configuration.queueTimeout))
         defer { memory.release() }

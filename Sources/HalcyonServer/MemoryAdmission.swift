@@ -4,22 +4,28 @@ import Halcyon
 /// Admission by memory for one request's processing: before any pixel is
 /// decoded, the source's header gives the result's size (refused over
 /// `maxResultMegapixels`, all frames counted, or over the per-side limit) and an estimate of the bytes the
-/// work holds at its peak (decoded source, plus three result-sized buffers:
-/// resize, one more step, encoder input; four bytes a pixel; every frame; plus
-/// a fixed 8 MiB), which is reserved from the process-wide ``MemoryBudget``.
-/// Reservations are kept until the request ends (``release()``). One lock
+/// work holds at its peak (``MemoryEstimate``: what the source's loader holds whatever the shrink on load,
+/// the decoded pixels, three result-sized buffers, the encoder's own memory, every frame, plus a fixed 8 MiB),
+/// which is reserved from the process-wide ``MemoryBudget``. `/info` is admitted the same way
+/// (``admitInfo(_:source:)``). Reservations are kept until the request ends (``release()``). One lock
 /// guards the reservations.
 final class MemoryAdmission: Sendable {
     private let budget: MemoryBudget
     private let options: ProcessingOptions
+    private let output: ImageFormat?
     private let maxResultPixels: Int
     private let maxResultSide: Int
     private let wait: Duration
     private let reservations = Locked<[MemoryReservation]>([])
 
-    init(budget: MemoryBudget, options: ProcessingOptions, maxResultPixels: Int, maxResultSide: Int = .max, wait: Duration) {
+    /// Makes the admission of one request; `output` is the format asked for (nil: the source's).
+    init(
+        budget: MemoryBudget, options: ProcessingOptions, output: ImageFormat? = nil, maxResultPixels: Int, maxResultSide: Int = .max,
+        wait: Duration
+    ) {
         self.budget = budget
         self.options = options
+        self.output = output
         self.maxResultPixels = maxResultPixels
         self.maxResultSide = maxResultSide
         self.wait = wait
@@ -33,14 +39,14 @@ final class MemoryAdmission: Sendable {
         let processor = base ?? DefaultImageProcessor.default
         return GeneralProcessor(identifier: base?.identifier ?? "") { item, parsed throws(HalcyonError) in
             if case .data(let data) = item {
-                try self.admit(ImageDecoder.open(data, options: parsed.decodingOptions))
+                try self.admit(ImageDecoder.open(data, options: parsed.decodingOptions), source: data)
             }
             return try processor.process(item: item, options: parsed)
         }
     }
 
-    /// Checks the result's size and reserves the estimate for an opened source; throws before any decoding.
-    func admit(_ header: ImageDecoder.OpenedImage) throws(HalcyonError) {
+    /// Checks the result's size and reserves the estimate for an opened source (`data`, its bytes); throws before any decoding.
+    func admit(_ header: ImageDecoder.OpenedImage, source data: Data) throws(HalcyonError) {
         let frames = max(1, header.frameCount)
         let plan = Self.plan(options: options, width: header.width, height: header.height, format: header.format)
         guard plan.width <= maxResultSide, plan.height <= maxResultSide else {
@@ -49,7 +55,35 @@ final class MemoryAdmission: Sendable {
         guard plan.resultPixels * frames <= maxResultPixels else {
             throw .processorError(reason: .resultTooLarge(width: plan.width, height: plan.height, frames: frames, limit: maxResultPixels))
         }
-        let bytes = (plan.decodePixels + 3 * plan.resultPixels) * 4 * frames + 8 << 20
+        try reserve(estimate(header, source: data))
+    }
+
+    /// The estimate ``admit(_:source:)`` reserves for an opened source (`data`, its bytes), encoded in the format
+    /// asked for, else in the source's.
+    func estimate(_ header: ImageDecoder.OpenedImage, source data: Data) -> Int {
+        let plan = Self.plan(options: options, width: header.width, height: header.height, format: header.format)
+        return MemoryEstimate.bytes(
+            source: MemoryEstimate.sourceClass(of: data, format: header.format, width: header.width, height: header.height),
+            sourcePixels: header.width * header.height, decodePixels: plan.decodePixels, resultPixels: plan.resultPixels,
+            frames: max(1, header.frameCount), output: output ?? header.format)
+    }
+
+    /// Reserves the estimate of `/info` for an opened source: its loader, and a decode shrunk to 64 pixels
+    /// (libjpeg's 1/8 for a JPEG), of the first frame; nothing is encoded.
+    func admitInfo(_ header: ImageDecoder.OpenedImage, source data: Data) throws(HalcyonError) {
+        try reserve(Self.infoBytes(header, source: data))
+    }
+
+    /// The estimate ``admitInfo(_:source:)`` reserves.
+    static func infoBytes(_ header: ImageDecoder.OpenedImage, source data: Data) -> Int {
+        let sourcePixels = header.width * header.height
+        let decodePixels = header.format == .jpeg ? sourcePixels / 64 + header.width + header.height : 64 * 64
+        return MemoryEstimate.bytes(
+            source: MemoryEstimate.sourceClass(of: data, format: header.format, width: header.width, height: header.height),
+            sourcePixels: sourcePixels, decodePixels: decodePixels, resultPixels: 64 * 64, frames: 1, output: nil)
+    }
+
+    private func reserve(_ bytes: Int) throws(HalcyonError) {
         let reservation = try budget.reserve(bytes, waitingAtMost: wait)
         reservations.withLock { $0.append(reservation) }
     }
@@ -81,8 +115,16 @@ final class MemoryAdmission: Sendable {
         let resultWidth = resized.width + Int((Double(padding.left + padding.right) * options.dpr).rounded())
         let resultHeight = resized.height + Int((Double(padding.top + padding.bottom) * options.dpr).rounded())
         let resultPixels = resultWidth * resultHeight
-        // libjpeg's shrink lands at most twice the target per side; other formats decode whole.
-        let decodePixels = shrink < 1 && format == .jpeg ? min(sourcePixels, Int(Double(sourcePixels) * shrink * shrink * 4) + 1) : sourcePixels
-        return (resultWidth, resultHeight, resultPixels, decodePixels)
+        return (resultWidth, resultHeight, resultPixels, decodePixels(width: width, height: height, shrink: shrink, format: format))
+    }
+
+    /// Pixels decoded when the loader shrinks by `shrink` (1: not at all): the PNG loader's box shrink lands
+    /// under four times the target per side, `vips_thumbnail` at it; libjpeg shrinks by 8 at most.
+    static func decodePixels(width: Int, height: Int, shrink: Double, format: ImageFormat) -> Int {
+        let sourcePixels = width * height
+        guard shrink < 1 else { return sourcePixels }
+        let landed = Int(Double(sourcePixels) * shrink * shrink * 16) + 1
+        let jpegFloor = format == .jpeg ? ((width + 7) / 8) * ((height + 7) / 8) : 0
+        return min(sourcePixels, max(landed, jpegFloor))
     }
 }

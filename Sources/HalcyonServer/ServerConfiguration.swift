@@ -54,8 +54,9 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var queueTimeout = 10.0
     /// Largest result in megapixels, all frames counted, refused from the source's header. Default 50.
     public var maxResultMegapixels = 50.0
-    /// Memory for images being worked on, MiB: each request's estimate (decoded
-    /// source plus results, × frames) is admitted against it before decoding.
+    /// Memory for images being worked on, MiB: each request's estimate (what its
+    /// loader and encoder hold, decoded source plus results, × frames; see
+    /// `MemoryEstimate`) is admitted against it before decoding, `/info` too.
     /// Default: an eighth of the machine's memory, between 256 and 2048.
     public var memoryBudgetMegabytes = ServerConfiguration.defaultMemoryBudget
     /// Seconds a graceful shutdown waits for requests in flight before cancelling their work. Default 10.

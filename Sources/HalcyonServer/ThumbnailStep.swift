@@ -109,7 +109,7 @@ struct ThumbnailStep: Sendable {
         defer { span?.end() }
         var decoding = options.decodingOptions
         let header = try ImageDecoder.open(data, options: decoding)
-        try admission?.admit(header)
+        try admission?.admit(header, source: data)
         let sideways = autoRotate && (5...8).contains(header.orientation)
         let upright = sideways ? (header.height, header.width) : (header.width, header.height)
         let scale = plan(sourceWidth: upright.0, sourceHeight: upright.1).scale

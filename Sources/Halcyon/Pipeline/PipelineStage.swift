@@ -14,11 +14,19 @@ import Foundation
 /// Every subscriber is resumed exactly once, by the work's task when it ends
 /// or by its own cancellation. Thread-safe: one lock for the entries; each
 /// entry's waiters are handed over under it.
+///
+/// Joining, leaving and a priority change cost the same however many
+/// subscribers share a key (thousands do when many prefetchers or views ask
+/// for one URL at once): an entry is changed in place, never copied, and it
+/// counts its subscribers per priority value, so the highest is found among
+/// the few distinct values rather than by visiting every subscriber.
 final class PipelineStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Subscriber {
         let waiter: Waiter<Value>
         let priority: LoadPriority
-        let observation: Int
+        /// The priority's value as last counted in ``Entry/priorityCounts``.
+        var counted: Float
+        var observation: Int
     }
 
     private struct Entry {
@@ -26,6 +34,70 @@ final class PipelineStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         let task: Task<Void, Never>
         let priority: LoadPriority
         var subscribers: [Int: Subscriber] = [:]
+        /// How many subscribers have each priority value.
+        var priorityCounts: [Float: Int] = [:]
+
+        init(generation: Int, task: Task<Void, Never>, priority: LoadPriority) {
+            self.generation = generation
+            self.task = task
+            self.priority = priority
+        }
+
+        mutating func add(_ subscriber: Subscriber, id: Int) {
+            subscribers[id] = subscriber
+            priorityCounts[subscriber.counted, default: 0] += 1
+        }
+
+        /// Adds a subscriber to running work and raises the work's priority to its own if higher; the generation.
+        mutating func join(_ subscriber: Subscriber, id: Int) -> Int {
+            add(subscriber, id: id)
+            publishPriority()
+            return generation
+        }
+
+        /// Records subscriber `id`'s observation token and counts its priority's current value (it may have
+        /// changed before the observer was installed); false when the subscriber has left or the work has ended.
+        mutating func observed(_ id: Int, token: Int, generation: Int) -> Bool {
+            guard generation == self.generation, subscribers[id] != nil else { return false }
+            subscribers[id]?.observation = token
+            recount(id)
+            publishPriority()
+            return true
+        }
+
+        /// Counts subscriber `id` at its priority's new value and publishes the highest.
+        mutating func priorityChanged(_ id: Int, generation: Int) {
+            guard generation == self.generation else { return }
+            recount(id)
+            publishPriority()
+        }
+
+        mutating func remove(_ id: Int) -> Subscriber? {
+            guard let subscriber = subscribers.removeValue(forKey: id) else { return nil }
+            uncount(subscriber.counted)
+            return subscriber
+        }
+
+        /// Counts subscriber `id` at its priority's current value.
+        mutating func recount(_ id: Int) {
+            guard let subscriber = subscribers[id] else { return }
+            let value = subscriber.priority.value
+            guard value != subscriber.counted else { return }
+            uncount(subscriber.counted)
+            priorityCounts[value, default: 0] += 1
+            subscribers[id]?.counted = value
+        }
+
+        /// Sets the work's priority to the highest of its subscribers' (unchanged when none is left).
+        func publishPriority() {
+            guard let highest = priorityCounts.keys.max() else { return }
+            priority.value = highest
+        }
+
+        private mutating func uncount(_ value: Float) {
+            let count = (priorityCounts[value] ?? 1) - 1
+            priorityCounts[value] = count > 0 ? count : nil
+        }
     }
 
     private struct State {
@@ -33,6 +105,11 @@ final class PipelineStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         /// Entries whose last subscriber left, until their work ends (by generation).
         var cancelled: [Int: [Waiter<Value>]] = [:]
         var nextID = 0
+
+        /// Whether the entry of `key` is the one of `generation`.
+        func isCurrent(_ key: Key, _ generation: Int) -> Bool {
+            entries[key]?.generation == generation
+        }
     }
 
     /// A subscriber's link to its entry, and whether it was cancelled before it had one.
@@ -93,32 +170,25 @@ final class PipelineStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         _ key: Key, waiter: Waiter<Value>, priority: LoadPriority,
         work: @escaping @Sendable (LoadPriority) async throws -> Value
     ) -> (generation: Int, id: Int) {
+        let subscriber = Subscriber(waiter: waiter, priority: priority, counted: priority.value, observation: -1)
         let (generation, id) = state.withLock { state -> (Int, Int) in
             let id = state.nextID
             state.nextID += 1
-            if var entry = state.entries[key] {
-                entry.subscribers[id] = Subscriber(waiter: waiter, priority: priority, observation: -1)
-                state.entries[key] = entry
-                return (entry.generation, id)
+            // One lookup of the key (hashing a stage key is not free), the entry changed in place.
+            if let generation = state.entries[key]?.join(subscriber, id: id) {
+                return (generation, id)
             }
-            let stagePriority = LoadPriority(priority.value)
+            let stagePriority = LoadPriority(subscriber.counted)
             let task = Task { await self.run(key, generation: id, priority: stagePriority, work: work) }
             var entry = Entry(generation: id, task: task, priority: stagePriority)
-            entry.subscribers[id] = Subscriber(waiter: waiter, priority: priority, observation: -1)
+            entry.add(subscriber, id: id)
             state.entries[key] = entry
             return (id, id)
         }
-        let observation = priority.observe { [weak self] _ in self?.updatePriority(key, generation: generation) }
-        let observed = state.withLock { state -> Bool in
-            guard state.entries[key]?.generation == generation, let subscriber = state.entries[key]?.subscribers[id] else { return false }
-            state.entries[key]?.subscribers[id] = Subscriber(waiter: subscriber.waiter, priority: priority, observation: observation)
-            return true
-        }
-        if observed {
-            updatePriority(key, generation: generation)
-        } else {
-            priority.removeObserver(observation)
-        }
+        let observation = priority.observe { [weak self] _ in self?.priorityChanged(key, generation: generation, id: id) }
+        // A change between reading the value and observing it is counted here.
+        let observed = state.withLock { $0.entries[key]?.observed(id, token: observation, generation: generation) ?? false }
+        if !observed { priority.removeObserver(observation) }
         return (generation, id)
     }
 
@@ -134,8 +204,7 @@ final class PipelineStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         let (subscribers, draining) = state.withLock { state -> ([Subscriber], [Waiter<Value>]) in
             let draining = state.cancelled.removeValue(forKey: generation) ?? []
-            guard let entry = state.entries[key], entry.generation == generation else { return ([], draining) }
-            state.entries[key] = nil
+            guard state.isCurrent(key, generation), let entry = state.entries.removeValue(forKey: key) else { return ([], draining) }
             return (Array(entry.subscribers.values), draining)
         }
         for subscriber in subscribers {
@@ -149,13 +218,11 @@ final class PipelineStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// is resumed when the work ends; any other is resumed at once with `CancellationError`.
     private func unsubscribe(_ key: Key, generation: Int, id: Int) {
         let outcome = state.withLock { state -> (Subscriber, Task<Void, Never>?)? in
-            guard var entry = state.entries[key], entry.generation == generation,
-                  let subscriber = entry.subscribers.removeValue(forKey: id) else { return nil }
-            guard entry.subscribers.isEmpty else {
-                state.entries[key] = entry
+            guard state.isCurrent(key, generation), let subscriber = state.entries[key]?.remove(id) else { return nil }
+            guard state.entries[key]?.subscribers.isEmpty == true, let entry = state.entries.removeValue(forKey: key) else {
+                state.entries[key]?.publishPriority()
                 return (subscriber, nil)
             }
-            state.entries[key] = nil
             state.cancelled[generation, default: []].append(subscriber.waiter)
             return (subscriber, entry.task)
         }
@@ -165,22 +232,16 @@ final class PipelineStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             task.cancel()
         } else {
             _ = subscriber.waiter.finish(with: .failure(CancellationError()))
-            updatePriority(key, generation: generation)
         }
     }
 
-    /// Sets the work's priority to the highest of its subscribers'.
+    /// Counts subscriber `id` at its priority's new value and sets the work's to the highest.
     ///
     /// Read and set under the stage's lock, so that of two updates racing, the
     /// later one leaves the value current at its time (the priority's
     /// observers then run under this lock; they only take locks further down
     /// the pipeline, never this stage's).
-    private func updatePriority(_ key: Key, generation: Int) {
-        state.withLock { state in
-            guard let entry = state.entries[key], entry.generation == generation, !entry.subscribers.isEmpty else { return }
-            var highest: Float = 0
-            for subscriber in entry.subscribers.values { highest = max(highest, subscriber.priority.value) }
-            entry.priority.value = highest
-        }
+    private func priorityChanged(_ key: Key, generation: Int, id: Int) {
+        state.withLock { $0.entries[key]?.priorityChanged(id, generation: generation) }
     }
 }
