@@ -24,7 +24,13 @@ struct CacheLookup: Sendable {
     /// Every entry with validators comes back stale, fresh or not (`.refreshCached`).
     var forcesRevalidation: Bool
 
+    /// The memory key.
     var computedKey: String { ImageCache.computedKey(key, processorIdentifier: processorIdentifier) }
+    /// The disk key: without the frame choice of an unprocessed read (``ImageCache/diskProcessorIdentifier(for:)``
+    /// of ``decoding``, which holds the same processor, frame choice and scale as ``processorIdentifier``).
+    var diskComputedKey: String {
+        ImageCache.computedKey(key, processorIdentifier: ImageCache.diskProcessorIdentifier(for: decoding))
+    }
 }
 
 /// A disk entry that needs the server's word before it is used again.
@@ -72,7 +78,7 @@ extension ImageCache {
 
     func diskLookup(_ lookup: CacheLookup, isCancelled: () -> Bool) -> Result<CacheLookupResult, HalcyonError> {
         let cancellation = HalcyonError.requestError(reason: .taskCancelled(task: nil, token: nil))
-        let computed = lookup.computedKey
+        let computed = lookup.diskComputedKey
         diskReadWillStart.withLock { $0 }?(computed)
         if isCancelled() { return .failure(cancellation) }
         let entry: (data: Data, metadata: CacheEntryMetadata, expirationDate: Date)
@@ -98,7 +104,7 @@ extension ImageCache {
             return .success(.miss)
         case .success(let image?):
             if isCancelled() { return .failure(cancellation) }
-            memoryStorage.store(value: image, forKey: computed, expiration: lookup.memoryExpiration)
+            memoryStorage.store(value: image, forKey: lookup.computedKey, expiration: lookup.memoryExpiration)
             return .success(.hit(image, .disk))
         }
     }
@@ -138,12 +144,23 @@ extension ImageCache {
         _ image: Image, original: Data?, forKey key: String, processorIdentifier identifier: String,
         policy: CacheWritePolicy, metadata: CacheEntryMetadata?
     ) async throws(HalcyonError) {
-        let computed = Self.computedKey(key, processorIdentifier: identifier)
-        memoryStorage.store(value: image, forKey: computed, expiration: policy.memoryExpiration)
+        try await store(image, original: original, forKey: key, memoryIdentifier: identifier, diskIdentifier: identifier,
+                        policy: policy, metadata: metadata)
+    }
+
+    /// ``store(_:original:forKey:processorIdentifier:policy:metadata:)`` with the memory and disk keys made of
+    /// different identifiers (the retrieve pipeline's ``diskProcessorIdentifier(for:)``, whose entry may be shared).
+    func store(
+        _ image: Image, original: Data?, forKey key: String, memoryIdentifier: String, diskIdentifier: String,
+        policy: CacheWritePolicy, metadata: CacheEntryMetadata?
+    ) async throws(HalcyonError) {
+        memoryStorage.store(value: image, forKey: Self.computedKey(key, processorIdentifier: memoryIdentifier),
+                            expiration: policy.memoryExpiration)
         guard policy.toDisk else { return }
+        let computed = Self.computedKey(key, processorIdentifier: diskIdentifier)
         let write: @Sendable () -> Result<Void, HalcyonError> = {
             self.serializeAndWrite(
-                image, original: original, computedKey: computed, extensionKey: key, isProcessed: !identifier.isEmpty,
+                image, original: original, computedKey: computed, extensionKey: key, isProcessed: !diskIdentifier.isEmpty,
                 serializer: policy.serializer, expiration: policy.diskExpiration, metadata: metadata,
                 forcedExtension: policy.forcedExtension, syncsWrites: policy.syncsWrites)
         }

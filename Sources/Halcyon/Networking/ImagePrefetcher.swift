@@ -198,7 +198,7 @@ public final class ImagePrefetcher: Sendable {
         let outcome: ItemOutcome
         if Task.isCancelled {
             outcome = .failed(.requestError(reason: .taskCancelled(task: nil, token: nil)))
-        } else if !parsed.forceRefresh, let cached = cachedType(source, options: parsed), cached != .none {
+        } else if !parsed.forceRefresh, case let cached = cachedType(source, options: parsed), cached != .none {
             if cached == .disk && parsed.alsoPrefetchToMemory {
                 _ = try? await manager.retrieveImage(with: source, options: options)
             }
@@ -214,10 +214,15 @@ public final class ImagePrefetcher: Sendable {
         record(outcome, index: index)
     }
 
-    private func cachedType(_ source: Source, options: HalcyonParsedOptionsInfo) -> CacheType? {
+    /// Where the image the options ask for is cached: its memory entry, or the disk entry it would be read from
+    /// (shared by both frame choices of an unprocessed image, see ``ImageCache/diskProcessorIdentifier(for:)``).
+    private func cachedType(_ source: Source, options: HalcyonParsedOptionsInfo) -> CacheType {
         let cache = options.targetCache ?? manager.cache
-        return cache.imageCachedType(forKey: manager.cacheKey(for: source, options: options),
-                                     processorIdentifier: ImageCache.processorIdentifier(for: options))
+        let key = manager.cacheKey(for: source, options: options)
+        let memoryKey = ImageCache.computedKey(key, processorIdentifier: ImageCache.processorIdentifier(for: options))
+        if cache.memoryStorage.isCached(forKey: memoryKey) { return .memory }
+        let diskKey = ImageCache.computedKey(key, processorIdentifier: ImageCache.diskProcessorIdentifier(for: options))
+        return cache.diskStorage.isCached(forKey: diskKey, forcedExtension: options.forcedExtension, extensionKey: key) ? .disk : .none
     }
 
     // MARK: - Reporting

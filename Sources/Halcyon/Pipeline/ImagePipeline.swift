@@ -102,7 +102,7 @@ final class ImagePipeline: Sendable {
     private func revalidated(_ stale: StaleCacheEntry, _ request: PipelineRequest) async throws(HalcyonError) -> Image {
         let lookup = request.lookup
         try await request.targetCache.extendDiskExpiration(
-            forKey: request.key, processorIdentifier: request.processorIdentifier,
+            forKey: request.key, processorIdentifier: request.diskProcessorIdentifier,
             forcedExtension: lookup.forcedExtension, to: request.writePolicy.diskExpiration)
         let serializer = lookup.serializer
         let decoding = lookup.decoding
@@ -148,7 +148,8 @@ final class ImagePipeline: Sendable {
             cacheControl: response?.value(forHTTPHeaderField: "cache-control"))
         let policy = request.writePolicy
         try await request.targetCache.store(image, original: original, forKey: request.key,
-                                            processorIdentifier: request.processorIdentifier, policy: policy, metadata: metadata)
+                                            memoryIdentifier: request.processorIdentifier,
+                                            diskIdentifier: request.diskProcessorIdentifier, policy: policy, metadata: metadata)
         if policy.storesOriginal, !request.processor.identifier.isEmpty, let original {
             if Task.isCancelled { throw request.cancelled }
             try await request.originalCache.storeOriginal(original, forKey: request.key, policy: policy, metadata: metadata)

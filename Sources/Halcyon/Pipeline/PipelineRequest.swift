@@ -13,8 +13,11 @@ struct PipelineRequest: Sendable {
     /// The source's cache key (after `cacheKeyFilter`).
     let key: String
     let processor: any ImageProcessor
-    /// The processor-and-frame part of the cache key.
+    /// The processor-and-frame part of the memory key.
     let processorIdentifier: String
+    /// The same part of the disk key: without the frame choice when there is no processor, so both frame
+    /// choices share the entry of the source's bytes (``ImageCache/diskProcessorIdentifier(for:)``).
+    let diskProcessorIdentifier: String
     /// What processors and serializers are given.
     let processing: HalcyonParsedOptionsInfo
     /// What the read of a kept original is given: ``processing`` with the serializer and the forced extension.
@@ -44,6 +47,7 @@ struct PipelineRequest: Sendable {
         self.key = key
         processor = options.processor
         processorIdentifier = ImageCache.processorIdentifier(for: options)
+        diskProcessorIdentifier = ImageCache.diskProcessorIdentifier(for: options)
         processing = options.processingContext
         var originalRead = processing
         originalRead.cacheSerializer = options.cacheSerializer
