@@ -12,7 +12,8 @@ request class starts a fresh server (`--insecure --allow-loopback`), reads its V
 The estimates the admission reserves for the same sources are checked against these figures by
 MemoryEstimateTests (Tests/HalcyonTests/Server). The concurrent phase starts one server with `--memory-budget` (default 512 MiB) per class, sends four
 of the class's request at once (distinct URLs, so nothing coalesces) and reports the statuses and the process's
-peak RSS (VmHWM, absolute) against budget + 64 MiB.
+peak RSS (VmHWM, absolute) against budget + 64 MiB. The B/px column divides by 7000x7000 (the enlarge16 classes'
+results have 4000x4000 pixels).
 
 A debug build measures the same big buffers as a release build: they are libvips' and its codecs' (release
 builds of the system's libraries); only the Swift side's small allocations differ.
