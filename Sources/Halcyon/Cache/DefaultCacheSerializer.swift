@@ -3,8 +3,9 @@ import Foundation
 /// The serializer used unless another is given.
 ///
 /// Stores the original bytes when the image is exactly what they decode to
-/// (or always, with `preferCacheOriginalData`); otherwise re-encodes in the
-/// image's original format at `compressionQuality` through
+/// (or always, with `preferCacheOriginalData`); otherwise re-encodes, as
+/// Kingfisher does, in the format of the original bytes (the image's own
+/// original format when there are none) at `compressionQuality` through
 /// ``OutputEncodingPolicy/pngFallback``: formats Halcyon cannot write become
 /// PNG (GIF for an animation). Reading decodes with the options given.
 public struct DefaultCacheSerializer: CacheSerializer {
@@ -37,8 +38,8 @@ public struct DefaultCacheSerializer: CacheSerializer {
 
     /// The bytes to store: the original when it is what the image decodes to, else a re-encoding.
     ///
-    /// The format is the image's original one (sniffed from `original` when
-    /// unknown), chosen and set up by ``OutputEncodingPolicy/pngFallback``;
+    /// The format is the one `original` is in (the image's original one when
+    /// `original` is nil or in no known format), set up by ``OutputEncodingPolicy/pngFallback``;
     /// the quality is ``compressionQuality`` × 100.
     public func data(with image: Image, original: Data?) throws(HalcyonError) -> Data {
         if let original, !original.isEmpty {
@@ -46,8 +47,10 @@ public struct DefaultCacheSerializer: CacheSerializer {
                 return original
             }
         }
-        var format = image.originalFormat
-        if format == .unknown, let original { format = ImageFormat(sniffing: original) }
+        // Kingfisher's rule: the format of the original bytes when given, so a PNG-decoded image stored with
+        // JPEG bytes as its original is stored as JPEG; the image's own format when they are none or unknown.
+        var format = original.map { ImageFormat(sniffing: $0) } ?? .unknown
+        if format == .unknown { format = image.originalFormat }
         let quality = Int((Double(compressionQuality) * 100).rounded())
         let encoding = OutputEncodingPolicy.pngFallback.encoding(
             for: format, quality: quality, hasAlpha: image.hasAlpha, isAnimated: image.isAnimated)
