@@ -49,4 +49,28 @@ struct KingfisherBehaviourTests {
         #expect(ImageFormat(sniffing: stored) == .jpeg)
         #expect(stored == (try image.encoded(as: .jpeg(quality: 80))))
     }
+
+    /// `testCouldProcessAgainWhenSerializerCachesOriginalData`: a serializer that caches the original data keeps it
+    /// under `key@processor`, so a disk hit there runs the (second) processor again.
+    @Test func processAgainWhenSerializerCachesOriginalData() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let source = Source.provider(RawImageDataProvider(data: try ManagerFixture.sampleImage(), cacheKey: "kb-process-again"))
+        var serializer = DefaultCacheSerializer()
+        serializer.preferCacheOriginalData = true
+
+        let first = CountingProcessor(identifier: "id")
+        let firstResult = try await fixture.manager.retrieveImage(
+            with: source, options: [.processor(first), .cacheSerializer(serializer), .waitForCache])
+        #expect(firstResult.cacheType == .none)
+        #expect(first.runCount == 1)
+
+        let second = CountingProcessor(identifier: "id")
+        fixture.cache.clearMemoryCache()
+        let secondResult = try await fixture.manager.retrieveImage(
+            with: source, options: [.processor(second), .cacheSerializer(serializer), .waitForCache])
+        #expect(secondResult.cacheType == .disk)
+        #expect(secondResult.image.width == 16 && secondResult.image.height == 12)
+        #expect(second.runCount == 1, "the disk hit of the original data is processed again")
+    }
 }

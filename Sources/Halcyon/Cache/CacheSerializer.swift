@@ -7,6 +7,9 @@ public protocol CacheSerializer: Sendable {
     /// Decodes stored bytes, honouring the decoding options in `options`.
     func image(with data: Data, options: HalcyonParsedOptionsInfo) throws(HalcyonError) -> Image
     /// Whether this serializer stores the original data when it has it.
+    ///
+    /// When true, ``ImageCache`` keeps the source's bytes under a processed key
+    /// too and runs the processor again on a disk hit there (Kingfisher's rule).
     var originalDataUsed: Bool { get }
     /// Tells serializers apart in the retrieve pipeline's keys: equal for two
     /// serializers that store and read the same bytes. The default describes a

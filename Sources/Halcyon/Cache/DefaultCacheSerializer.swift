@@ -16,10 +16,11 @@ public struct DefaultCacheSerializer: CacheSerializer {
     public var compressionQuality: CGFloat
     /// Store the original bytes whenever they are given, even for a processed image.
     ///
-    /// ``ImageCache`` still never stores the original bytes under a processed
-    /// key (`key@processorIdentifier`) unless the image is what they decode to:
-    /// there it stores the processed image, so a disk hit is always what the
-    /// processor made.
+    /// As in Kingfisher, ``ImageCache`` then keeps the source's bytes under a
+    /// processed key (`key@processorIdentifier`) too, and a disk hit there runs
+    /// the processor again on the decoded image (the processed image is what goes
+    /// into memory). A processed image stored without its original bytes is kept
+    /// in memory only, so a disk hit is never processed twice.
     public var preferCacheOriginalData: Bool
 
     /// Makes a serializer; quality 1 and re-encoding of processed images by default.

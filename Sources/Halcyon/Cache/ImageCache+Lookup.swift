@@ -116,14 +116,34 @@ extension ImageCache {
         _ data: Data, computedKey: String, extensionKey: String, serializer: any CacheSerializer,
         decoding: HalcyonParsedOptionsInfo, forcedExtension: String?
     ) -> Result<Image?, HalcyonError> {
+        let image: Image
         do throws(HalcyonError) {
-            return .success(try serializer.image(with: data, options: decoding))
+            image = try serializer.image(with: data, options: decoding)
         } catch {
             if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
             if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
             try? diskStorage.remove(forKey: computedKey, forcedExtension: forcedExtension, extensionKey: extensionKey)
             return .success(nil)
         }
+        do throws(HalcyonError) {
+            return .success(try Self.reprocessed(
+                image, underProcessedKey: computedKey != extensionKey, serializer: serializer, decoding: decoding))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The image an entry stands for: with a serializer that keeps the original data
+    /// (``CacheSerializer/originalDataUsed``), an entry under a processed key holds the source's bytes, so
+    /// `decoding.processor` runs on the decoded image again, as in Kingfisher; otherwise `image` itself.
+    ///
+    /// The processed result is what goes into memory, so a memory hit is not processed twice.
+    static func reprocessed(
+        _ image: Image, underProcessedKey: Bool, serializer: any CacheSerializer, decoding: HalcyonParsedOptionsInfo
+    ) throws(HalcyonError) -> Image {
+        let processor = decoding.processor
+        guard underProcessedKey, serializer.originalDataUsed, !processor.identifier.isEmpty else { return image }
+        return try processor.processAttributingFailure(item: .image(image), options: decoding)
     }
 
     /// Puts an image decoded from a revalidated entry into memory, under the lookup's key and memory expiration.

@@ -204,6 +204,9 @@ public final class ImageCache: Sendable {
         expiration: StorageExpiration?, metadata: CacheEntryMetadata?,
         forcedExtension: String?, syncsWrites: Bool?
     ) -> Result<Void, HalcyonError> {
+        // A processed key's entry from a serializer that keeps original data must be the source's bytes, which a
+        // disk hit processes again (Kingfisher's rule); a processed image without them stays in memory only.
+        if isProcessed, serializer.originalDataUsed, original == nil { return .success(()) }
         let data: Data
         do throws(HalcyonError) {
             data = try Self.serialized(image, original: original, isProcessed: isProcessed, serializer: serializer)
@@ -222,17 +225,21 @@ public final class ImageCache: Sendable {
         }
     }
 
-    /// The bytes `serializer` gives for `image`; never the original's bytes under a processed key unless they decode to `image`.
+    /// The bytes `serializer` gives for `image`; the original's bytes under a processed key only when they decode
+    /// to `image` or the serializer keeps original data.
     ///
-    /// A serializer that prefers the original data (``DefaultCacheSerializer/preferCacheOriginalData``)
-    /// would otherwise put the unprocessed source under `key@processorIdentifier`,
-    /// and a disk hit would return an image the processor never made. Then the
-    /// image itself is serialized (with no original).
+    /// A serializer that keeps the original data (``CacheSerializer/originalDataUsed``, such as
+    /// ``DefaultCacheSerializer/preferCacheOriginalData``) puts the unprocessed source under
+    /// `key@processorIdentifier`, as in Kingfisher, and a disk hit there runs the processor again
+    /// (``ImageCache/reprocessed(_:underProcessedKey:serializer:decoding:)``). Any other serializer that
+    /// returns the original's bytes for a processed image is asked again with no original, so a disk hit is
+    /// what the processor made.
     private static func serialized(
         _ image: Image, original: Data?, isProcessed: Bool, serializer: any CacheSerializer
     ) throws(HalcyonError) -> Data {
         let data = try serializer.data(with: image, original: original)
-        guard isProcessed, let original, data == original, image.sourceFingerprint?.identifies(original) != true else {
+        guard isProcessed, !serializer.originalDataUsed, let original, data == original,
+              image.sourceFingerprint?.identifies(original) != true else {
             return data
         }
         return try serializer.data(with: image, original: nil)

@@ -106,8 +106,10 @@ final class ImagePipeline: Sendable {
             forcedExtension: lookup.forcedExtension, to: request.writePolicy.diskExpiration)
         let serializer = lookup.serializer
         let decoding = lookup.decoding
+        let processed = !request.processor.identifier.isEmpty
         let image = try await runCPU(on: queues.decode, request) { () throws(HalcyonError) -> Image in
-            try serializer.image(with: stale.data, options: decoding)
+            try ImageCache.reprocessed(try serializer.image(with: stale.data, options: decoding), underProcessedKey: processed,
+                                       serializer: serializer, decoding: decoding)
         }
         if Task.isCancelled { throw request.cancelled }
         request.targetCache.storeRevalidated(image, lookup: lookup)
