@@ -73,4 +73,54 @@ struct KingfisherBehaviourTests {
         #expect(secondResult.image.width == 16 && secondResult.image.height == 12)
         #expect(second.runCount == 1, "the disk hit of the original data is processed again")
     }
+
+    /// `testSuccessCompletionHandlerRunningOnCustomQueue`: the completion handler runs on the custom callback
+    /// queue, the progress block on the main queue.
+    @Test func progressOnMainCompletionOnCustomQueue() async throws {
+        _ = Self.mainQueueKey
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let (custom, key) = Self.labelledQueue("kb.custom-callback")
+        let progressOnMain = Locked<[Bool]>([])
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<(Bool, Bool), Never>) in
+            fixture.manager.retrieveImage(
+                with: .network(fixture.url("/slow/kb-custom-queue?delay=20&chunks=3")),
+                options: [.callbackQueue(.dispatch(custom))],
+                progressBlock: { _, _ in progressOnMain.withLock { $0.append(Self.isOnMainQueue) } },
+                completionHandler: { result in
+                    let succeeded = (try? result.get()) != nil
+                    continuation.resume(returning: (succeeded, DispatchQueue.getSpecific(key: key) == "kb.custom-callback"))
+                })
+        }
+        #expect(result.0, "the retrieval succeeded")
+        #expect(result.1, "the completion handler ran on the custom queue")
+        // Progress calls are queued on the main queue, which runs while this test awaits.
+        #expect(await fixture.server.wait(timeout: 5) { !progressOnMain.withLock { $0 }.isEmpty })
+        let calls = progressOnMain.withLock { $0 }
+        #expect(!calls.isEmpty && calls.allSatisfy { $0 }, "progress ran on the main queue: \(calls)")
+    }
+
+    // MARK: - ImageViewExtensionTests
+
+    /// `testImageDownloadCompletionHandlerRunningOnMainQueue`: `.hc.setImage` calls its progress block and its
+    /// completion handler on the main queue, whatever the callback queue.
+    @Test func setImageCompletionOnMainQueue() async throws {
+        _ = Self.mainQueueKey
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let (custom, _) = Self.labelledQueue("kb.set-image-callback")
+        let target = RecordingTarget()
+        let progressOnMain = Locked<[Bool]>([])
+        let completionOnMain = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            target.hc.setImage(
+                with: .network(fixture.url("/slow/kb-set-image-main?delay=20&chunks=3")),
+                options: [.callbackQueue(.dispatch(custom))], manager: fixture.manager,
+                progressBlock: { _, _ in progressOnMain.withLock { $0.append(Self.isOnMainQueue) } },
+                completionHandler: { _ in continuation.resume(returning: Self.isOnMainQueue) })
+        }
+        #expect(completionOnMain, "the completion handler ran on the main queue")
+        #expect(target.image?.width == 64)
+        let calls = progressOnMain.withLock { $0 }
+        #expect(!calls.isEmpty && calls.allSatisfy { $0 }, "progress ran on the main queue: \(calls)")
+    }
 }

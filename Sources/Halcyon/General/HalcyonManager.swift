@@ -102,11 +102,11 @@ public final class HalcyonManager: Sendable {
     /// Cancelling the calling task cancels the retrieval (a download shared
     /// with other callers goes on for them) and throws `requestError(.taskCancelled)`
     /// (`requestError(.dataProviderCancelled)` for a data provider's load).
-    /// `progressBlock` runs on the options' `.callbackQueue`, by default the
-    /// main queue (``CallbackQueue/mainCurrentOrAsync``), so a program that
-    /// does not run the main queue (see ``CallbackQueue``) should pass
-    /// `.callbackQueue(.untouch)` or a queue of its own; calls still queued
-    /// there may run after this returns.
+    /// `progressBlock` runs on the main queue, as in Kingfisher, whatever the
+    /// `.callbackQueue`, except with `.callbackQueue(.untouch)`: then on the
+    /// thread that received the bytes. A program that does not run the main
+    /// queue (see ``CallbackQueue``) should pass `.untouch`; calls still queued
+    /// on the main queue may run after this returns.
     public func retrieveImage(
         with source: Source,
         options: HalcyonOptionsInfo? = nil,
@@ -133,8 +133,9 @@ public final class HalcyonManager: Sendable {
     /// of each attempt after the first (a retry or an alternative source): cancelling
     /// it stops that attempt alone (a download shared with other callers goes on for them),
     /// and the retrieval then fails with `requestError(.taskCancelled)`.
-    /// `progressBlock` runs on the callback queue too (default: the main queue,
-    /// which a server or command-line program must run, or pass `.callbackQueue(.untouch)`).
+    /// `progressBlock` runs on the main queue whatever the callback queue, except with `.callbackQueue(.untouch)`
+    /// (then on the thread that received the bytes), which a server or command-line program that does not run
+    /// the main queue passes.
     @discardableResult
     public func retrieveImage(
         with source: Source,
@@ -285,10 +286,11 @@ public final class HalcyonManager: Sendable {
         }
     }
 
-    /// `block` called on `queue` (Kingfisher calls download progress on the main queue by default).
+    /// `block` called on the main queue, as Kingfisher calls download progress whatever the callback queue;
+    /// with `.untouch` (the way to say the main queue is not run here) on the thread that received the bytes.
     private static func progress(_ block: @escaping DownloadProgressBlock, on queue: CallbackQueue) -> DownloadProgressBlock {
         if case .untouch = queue { return block }
-        return { received, total in queue.execute { block(received, total) } }
+        return { received, total in CallbackQueue.mainAsync.execute { block(received, total) } }
     }
 
     // MARK: - One attempt

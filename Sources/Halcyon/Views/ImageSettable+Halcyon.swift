@@ -11,6 +11,12 @@ extension HalcyonWrapper where Base: ImageSettable {
     /// completes with `imageSettingError(.notCurrentSourceTask)`. Unless
     /// `.keepCurrentImageWhileLoading`, the placeholder replaces the current
     /// image while loading. On failure, `.onFailureImage` is shown if given.
+    ///
+    /// As in Kingfisher, the result is set on the target and `completionHandler`
+    /// runs on the main queue (at once when already on the main thread), and so
+    /// does `progressBlock`, whatever the options' `.callbackQueue`; with
+    /// `.callbackQueue(.untouch)`, for programs that do not run the main queue,
+    /// both run on the thread that finished the work instead.
     @discardableResult
     public func setImage(
         with source: Source?,
@@ -23,10 +29,11 @@ extension HalcyonWrapper where Base: ImageSettable {
         let target = base
         let state = target.halcyonState
         let parsed = manager.parsedOptions(options)
+        let delivery = Self.deliveryQueue(parsed.callbackQueue)
         guard let source else {
             state.cancelTask(forget: true)
             show(placeholder, on: target)
-            parsed.callbackQueue.execute { completionHandler?(.failure(.imageSettingError(reason: .emptySource))) }
+            delivery.execute { completionHandler?(.failure(.imageSettingError(reason: .emptySource))) }
             return nil
         }
         if !parsed.keepCurrentImageWhileLoading || target.image == nil {
@@ -35,7 +42,7 @@ extension HalcyonWrapper where Base: ImageSettable {
         let identifier = state.issueIdentifier()
         let indicator = state.indicator
         indicator?.startAnimating()
-        // The manager calls progress on the callback queue.
+        // The manager calls progress on the main queue (with `.untouch`, where the bytes arrived).
         let progress: DownloadProgressBlock = { received, expected in
             guard state.isCurrent(identifier) else { return }
             indicator?.setProgress(received: received, expected: expected)
@@ -53,32 +60,51 @@ extension HalcyonWrapper where Base: ImageSettable {
             options.append(.progressiveJPEG(progressive))
         }
         let task = manager.retrieveImage(with: source, options: options, progressBlock: progress) { result in
-            guard state.finish(identifier) else {
-                let (value, error): (RetrieveImageResult?, HalcyonError?) = switch result {
-                case .success(let value): (value, nil)
-                case .failure(let error): (nil, error)
-                }
-                completionHandler?(.failure(.imageSettingError(reason: .notCurrentSourceTask(result: value, error: error, source: source))))
-                return
+            delivery.execute {
+                Self.finish(result, of: identifier, source: source, on: target, indicator: indicator, parsed: parsed,
+                            completionHandler: completionHandler)
             }
-            indicator?.stopAnimating()
-            switch result {
-            case .success(let value):
-                let transition = value.cacheType == .none || parsed.forceTransition ? parsed.transition : .none
-                state.placeholder?.remove(from: target)
-                state.placeholder = nil
-                target.setImage(value.image, transition: transition)
-            case .failure:
-                if let failureImage = parsed.onFailureImage {
-                    state.placeholder?.remove(from: target)
-                    state.placeholder = nil
-                    target.setImage(failureImage, transition: .none)
-                }
-            }
-            completionHandler?(result)
         }
         state.setTask(task, for: identifier)
         return task
+    }
+
+    /// Where `setImage` finishes: the main queue (Kingfisher's), or where the work finished with `.untouch`.
+    private static func deliveryQueue(_ callbackQueue: CallbackQueue) -> CallbackQueue {
+        if case .untouch = callbackQueue { return .untouch }
+        return .mainCurrentOrAsync
+    }
+
+    /// Shows the result of the load `identifier` on `target` if it is still the current one, then completes.
+    private static func finish(
+        _ result: Result<RetrieveImageResult, HalcyonError>, of identifier: UInt, source: Source, on target: Base,
+        indicator: (any Indicator)?, parsed: HalcyonParsedOptionsInfo,
+        completionHandler: (@Sendable (Result<RetrieveImageResult, HalcyonError>) -> Void)?
+    ) {
+        let state = target.halcyonState
+        guard state.finish(identifier) else {
+            let (value, error): (RetrieveImageResult?, HalcyonError?) = switch result {
+            case .success(let value): (value, nil)
+            case .failure(let error): (nil, error)
+            }
+            completionHandler?(.failure(.imageSettingError(reason: .notCurrentSourceTask(result: value, error: error, source: source))))
+            return
+        }
+        indicator?.stopAnimating()
+        switch result {
+        case .success(let value):
+            let transition = value.cacheType == .none || parsed.forceTransition ? parsed.transition : .none
+            state.placeholder?.remove(from: target)
+            state.placeholder = nil
+            target.setImage(value.image, transition: transition)
+        case .failure:
+            if let failureImage = parsed.onFailureImage {
+                state.placeholder?.remove(from: target)
+                state.placeholder = nil
+                target.setImage(failureImage, transition: .none)
+            }
+        }
+        completionHandler?(result)
     }
 
     /// Loads `resource` (nil behaves as a nil source) and shows it on the target.
