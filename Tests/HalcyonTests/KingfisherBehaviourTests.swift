@@ -123,4 +123,48 @@ struct KingfisherBehaviourTests {
         let calls = progressOnMain.withLock { $0 }
         #expect(!calls.isEmpty && calls.allSatisfy { $0 }, "progress ran on the main queue: \(calls)")
     }
+
+    // MARK: - DiskStorageTests
+
+    /// `testConfigUsesHashedFileNameWithAutoExtAndProcessor`: the extension comes from the part before `@`;
+    /// an unhashed name is the key itself, `@` included.
+    @Test func hashedFileNameWithAutoExtAndProcessor() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try DiskStorage.Backend(config: DiskStorage.Config(
+            name: "kb-auto-ext", autoExtAfterHashedFileName: true, directory: directory.url))
+        let key = "test.jpeg@com.onevcat.Kingfisher.DownsamplingImageProcessor"
+        let hashed = storage.cacheFileName(forKey: key)
+        #expect(hashed != key)
+        #expect(hashed == DiskStorage.Backend.sha256Hex(key) + ".jpeg")
+
+        storage.config.usesHashedFileName = false
+        #expect(storage.cacheFileName(forKey: key) == key)
+    }
+
+    /// `testConfigUsesHashedFileNameWithAutoExtAndAtSignInPath`: an `@` in the URL's path leaves no plausible
+    /// extension (`net/57373197`), so the name is the bare hash, and the entry round-trips.
+    @Test func hashedFileNameWithAutoExtAndAtSignInPath() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try DiskStorage.Backend(config: DiskStorage.Config(
+            name: "kb-at-sign", autoExtAfterHashedFileName: true, directory: directory.url))
+        let key = "https://t.furaffinity.net/57373197@300-1720981878.jpg"
+        let hashed = storage.cacheFileName(forKey: key)
+        #expect(hashed == DiskStorage.Backend.sha256Hex(key))
+        #expect(!hashed.contains("/"))
+        try storage.store(value: Data("1".utf8), forKey: key)
+        #expect(storage.isCached(forKey: key))
+        #expect(try storage.value(forKey: key) == Data("1".utf8))
+    }
+
+    /// `testConfigUsesHashedFileNameWithAutoExtAndQueryString`: `jpg?v=2` is no extension, so the name is the bare hash.
+    @Test func hashedFileNameWithAutoExtAndQueryString() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let storage = try DiskStorage.Backend(config: DiskStorage.Config(
+            name: "kb-query", autoExtAfterHashedFileName: true, directory: directory.url))
+        let key = "https://example.com/image.jpg?v=2"
+        #expect(storage.cacheFileName(forKey: key) == DiskStorage.Backend.sha256Hex(key))
+    }
 }

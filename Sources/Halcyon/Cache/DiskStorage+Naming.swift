@@ -21,13 +21,14 @@ extension DiskStorage.Backend {
     ///
     /// The extension is `forcedExtension`, else `config.pathExtension`, else
     /// (with `autoExtAfterHashedFileName`) the extension of `extensionKey`
-    /// (default `key`) when it is 1–20 ASCII letters or digits. ``ImageCache``
-    /// passes the source key of a processed entry (`key@processor`) as
-    /// `extensionKey`, so `photo.png` processed is named `<hash>.png` like the
-    /// original, whatever the processor's identifier says. An invalid
-    /// `forcedExtension` is ignored. Without hashing, bytes other than letters,
-    /// digits, `-`, `_` and a non-leading `.` are percent-escaped; a key that
-    /// would make a name longer than 200 bytes, or an empty key, is hashed anyway.
+    /// (default `key`) by Kingfisher's rule (``keyExtension(_:)``): `photo.png`
+    /// processed (`photo.png@processor`) is named `<hash>.png` like the original,
+    /// whatever the processor's identifier says. An invalid `forcedExtension` is
+    /// ignored. Without hashing, the name is the key itself, `@` included, as in
+    /// Kingfisher, except that bytes other than letters, digits, `-`, `_`, `@`
+    /// and a non-leading `.` are percent-escaped (so a key is never a path); a
+    /// key that would make a name longer than 200 bytes, or an empty key, is
+    /// hashed anyway.
     public func cacheFileName(forKey key: String, forcedExtension: String? = nil, extensionKey: String? = nil) -> String {
         var base: String
         if !config.usesHashedFileName, let escaped = Self.escapedFileName(key) {
@@ -50,12 +51,14 @@ extension DiskStorage.Backend {
         }
     }
 
-    /// The extension of the last path component of `key`, ignoring any query or fragment, if valid.
+    /// Kingfisher's automatic extension: the text after the last `.` of the key's part before its first `@`
+    /// (the processor separator), when that is 1–20 ASCII letters or digits.
+    ///
+    /// So a query (`image.jpg?v=2` gives `jpg?v=2`) or an `@` in the URL's path
+    /// (`host.net/1@300.jpg` gives `net/1`) leaves no extension, and the name is the bare hash.
     static func keyExtension(_ key: String) -> String? {
-        let path = key.prefix { $0 != "?" && $0 != "#" }
-        let last = path.split(separator: "/", omittingEmptySubsequences: false).last ?? path[...]
-        guard let dot = last.lastIndex(of: "."), dot != last.startIndex else { return nil }
-        let ext = last[last.index(after: dot)...]
+        guard let first = key.split(separator: "@").first, let dot = first.lastIndex(of: ".") else { return nil }
+        let ext = first[first.index(after: dot)...]
         return isValidExtension(ext) ? String(ext) : nil
     }
 
@@ -65,7 +68,7 @@ extension DiskStorage.Backend {
         var bytes: [UInt8] = []
         for (offset, byte) in key.utf8.enumerated() {
             let plain = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == 0x2D || byte == 0x5F || (byte == 0x2E && offset > 0)
+                || byte == 0x2D || byte == 0x5F || byte == 0x40 || (byte == 0x2E && offset > 0)
             if plain {
                 bytes.append(byte)
             } else {
