@@ -167,4 +167,22 @@ struct KingfisherBehaviourTests {
         let key = "https://example.com/image.jpg?v=2"
         #expect(storage.cacheFileName(forKey: key) == DiskStorage.Backend.sha256Hex(key))
     }
+
+    // MARK: - ImageDownloaderTests
+
+    /// `testDownloadTaskProperty`: a download of an invalid URL still returns its task; the failure comes
+    /// through the completion handler.
+    @Test func downloadTaskForInvalidURL() async throws {
+        let downloader = ImageDownloader(name: "kb-task-property")
+        defer { Task { await downloader.shutdown() } }
+        let box = ResultBox()
+        let url = try #require(URL(string: "1234"))
+        let task = downloader.downloadImage(with: url) { box.set($0) }
+        #expect(task != nil, "the task exists")
+        #expect(task?.url == url)
+        guard case .failure(.requestError(.invalidURL)) = await box.value() else {
+            Issue.record("expected invalidURL through the completion handler")
+            return
+        }
+    }
 }

@@ -197,9 +197,9 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
     /// The request modifier sees `url` as given, and only the URL of the
     /// request it returns must be an http(s) URL (`requestError(.invalidURL)`
     /// otherwise); a modifier that returns nil fails with `requestError(.emptyRequest)`.
-    /// Returns nil, after calling the handler with the error, when the request
-    /// failed before it was sent and no asynchronous modifier was involved.
-    /// Errors are `HalcyonError` request, response or processor errors.
+    /// Always returns the call's task, as Kingfisher does, also when the request
+    /// failed before it was sent: the handler then gets the error (its ``DownloadTask/sessionTask``
+    /// stays nil). Errors are `HalcyonError` request, response or processor errors.
     @discardableResult
     public func downloadImage(
         with url: URL,
@@ -207,10 +207,10 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
         completionHandler: (@Sendable (Result<ImageLoadingResult, HalcyonError>) -> Void)? = nil
     ) -> DownloadTask? {
         let task = DownloadTask(url: url)
-        let started = start(url: url, options: options, decode: true, downloadTask: task) { result in
+        start(url: url, options: options, decode: true, downloadTask: task) { result in
             completionHandler?(result.flatMap(ImageLoadingResult.make))
         }
-        return started ? task : nil
+        return task
     }
 
     /// Downloads and decodes the image at `url`; cancelling the calling task cancels this caller's download.
@@ -221,8 +221,8 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
 
     /// Downloads the bytes at `url` without decoding them, calling `completionHandler` once on `options.callbackQueue`.
     ///
-    /// Coalesces with image downloads of the same URL; returns nil, after
-    /// calling the handler with the error, when the request cannot be made.
+    /// Coalesces with image downloads of the same URL; always returns the call's
+    /// task, also when the request cannot be made (the handler then gets the error).
     @discardableResult
     public func downloadData(
         with url: URL,
@@ -230,10 +230,10 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
         completionHandler: @escaping @Sendable (Result<ImageDataLoadingResult, HalcyonError>) -> Void
     ) -> DownloadTask? {
         let task = DownloadTask(url: url)
-        let started = start(url: url, options: options, decode: false, downloadTask: task) { result in
+        start(url: url, options: options, decode: false, downloadTask: task) { result in
             completionHandler(result.map(ImageDataLoadingResult.init))
         }
-        return started ? task : nil
+        return task
     }
 
     /// Downloads the bytes at `url` without decoding them; coalesces with image downloads of the same URL.
@@ -263,6 +263,7 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
     /// placeholder into a real URL); only the URL of the request it returns
     /// must be fetchable. A modifier that returns nil fails with `requestError(.emptyRequest)`.
     /// `queue`, when given, replaces `options.callbackQueue` (the async methods pass `.untouch`).
+    @discardableResult
     private func start(
         url: URL,
         options: DownloadOptions,
