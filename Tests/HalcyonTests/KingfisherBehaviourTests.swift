@@ -124,6 +124,31 @@ struct KingfisherBehaviourTests {
         #expect(!calls.isEmpty && calls.allSatisfy { $0 }, "progress ran on the main queue: \(calls)")
     }
 
+    /// `testImageSettingCanCancelAlternativeSource`: cancelling while an alternative source downloads ends the
+    /// load with `taskCancelled` whose task is that source's download.
+    @Test func setImageCanCancelAlternativeSource() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let target = RecordingTarget()
+        let broken = fixture.url("/empty/kb-broken")
+        let alternative = fixture.url("/delayed/kb-alternative?delay=3000")
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<RetrieveImageResult, HalcyonError>, Never>) in
+            target.hc.setImage(with: .network(broken), options: [.alternativeSources([.network(alternative)])],
+                               manager: fixture.manager, completionHandler: { continuation.resume(returning: $0) })
+            Task {
+                _ = await fixture.server.wait(timeout: 5) { fixture.server.hits("/delayed/kb-alternative?delay=3000") > 0 }
+                try? await Task.sleep(for: .milliseconds(100))
+                target.hc.cancelDownloadTask()
+            }
+        }
+        guard case .failure(.requestError(reason: .taskCancelled(let task, _))) = result else {
+            Issue.record("expected taskCancelled, got \(result)")
+            return
+        }
+        #expect(task?.url == alternative, "the alternative source's download was cancelled: \(String(describing: task?.url))")
+        #expect(target.image == nil)
+    }
+
     // MARK: - DiskStorageTests
 
     /// `testConfigUsesHashedFileNameWithAutoExtAndProcessor`: the extension comes from the part before `@`;

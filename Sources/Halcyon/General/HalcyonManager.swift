@@ -197,17 +197,22 @@ public final class HalcyonManager: Sendable {
         let previewer = Self.previewer(for: options)
         if let previewer { options.onDataReceived = (options.onDataReceived ?? []) + [previewer] }
         defer { previewer?.finish() }
-        // Cancelling stops the previews at once, not when the retrieval has unwound.
-        return try await withTaskCancellationHandler { () async -> Result<RetrieveImageResult, HalcyonError> in
-            do throws(HalcyonError) {
-                return .success(try await retrieveCandidates(source, options: options, progressBlock: progressBlock,
-                                                             attemptStarted: attemptStarted))
-            } catch {
-                return .failure(error)
+        // A cancellation names the download it stopped (see AttemptDownloads).
+        let downloads = AttemptDownloads()
+        let result = await AttemptDownloads.$current.withValue(downloads) {
+            // Cancelling stops the previews at once, not when the retrieval has unwound.
+            await withTaskCancellationHandler { () async -> Result<RetrieveImageResult, HalcyonError> in
+                do throws(HalcyonError) {
+                    return .success(try await retrieveCandidates(source, options: options, progressBlock: progressBlock,
+                                                                 attemptStarted: attemptStarted))
+                } catch {
+                    return .failure(error)
+                }
+            } onCancel: {
+                previewer?.finish()
             }
-        } onCancel: {
-            previewer?.finish()
-        }.get()
+        }
+        return try result.mapError(downloads.attributing).get()
     }
 
     /// Tries the primary source (or the low data mode one), then each alternative source in turn.
@@ -323,6 +328,7 @@ public final class HalcyonManager: Sendable {
         progressBlock: DownloadProgressBlock?
     ) async throws(HalcyonError) -> RetrieveImageResult {
         if Task.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
+        AttemptDownloads.current?.startAttempt()
         let key = cacheKey(for: source, options: options)
         let context = AttemptContext(manager: self, source: source, originalSource: originalSource, key: key, options: options)
         if !options.forceRefresh, !(context.isNetwork && options.refreshCached),

@@ -93,6 +93,7 @@ extension ImageDownloader: DataLoading {
             downloadPriority: request.priority.value, callbackQueue: .untouch, progressBlock: request.progressBlock,
             dataReceivers: request.dataReceivers)
         let task = DownloadTask(url: request.url)
+        AttemptDownloads.current?.record(task)
         task.follow(request.priority)
         let observation = request.priority.observe { _ in task.priorityDidChange() }
         defer { request.priority.removeObserver(observation) }
