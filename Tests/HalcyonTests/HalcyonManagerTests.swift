@@ -107,11 +107,11 @@ struct HalcyonManagerFlowTests {
         #expect(delivered.withLock { $0 })
     }
 
-    @Test("a 404 blocks the URL until retryFailed; a timeout does not")
+    @Test("empty data blocks the URL until retryFailed; a timeout does not")
     func failedURLBlocklist() async throws {
         let fixture = try await ManagerFixture.make()
         defer { Task { await fixture.shutdown() } }
-        let missing = fixture.url("/status/404")
+        let missing = fixture.url("/empty/blocked")
         await #expect(throws: HalcyonError.self) { try await fixture.manager.retrieveImage(with: missing) }
         #expect(fixture.manager.failedURLs.contains(missing))
         do {
@@ -119,9 +119,9 @@ struct HalcyonManagerFlowTests {
         } catch {
             guard case .requestError(.blockedURL) = error else { Issue.record("got \(error)"); return }
         }
-        #expect(fixture.server.hits("/status/404") == 1)
+        #expect(fixture.server.hits("/empty/blocked") == 1)
         await #expect(throws: HalcyonError.self) { try await fixture.manager.retrieveImage(with: missing, options: [.retryFailed]) }
-        #expect(fixture.server.hits("/status/404") == 2)
+        #expect(fixture.server.hits("/empty/blocked") == 2)
 
         fixture.downloader.downloadTimeout = 0.3
         let slow = fixture.url("/hang/timeout")

@@ -210,4 +210,24 @@ struct KingfisherBehaviourTests {
             return
         }
     }
+
+    // MARK: - SDWebImage
+
+    /// SDWebImageDownloader's `shouldBlockFailedURLWithURL:error:`: an invalid HTTP status is not blocked, so
+    /// the next load asks the server again.
+    @Test func invalidStatusIsNotBlocked() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let missing = fixture.url("/status/404")
+        for attempt in 1...2 {
+            do {
+                _ = try await fixture.manager.retrieveImage(with: missing)
+                Issue.record("a 404 loaded an image")
+            } catch {
+                #expect(error.isInvalidResponseStatusCode(404), "attempt \(attempt): \(error)")
+            }
+            #expect(!fixture.manager.failedURLs.contains(missing))
+            #expect(fixture.server.hits("/status/404") == attempt)
+        }
+    }
 }

@@ -3,11 +3,12 @@ import Foundation
 /// URLs that failed for good, so they are not fetched again and again.
 ///
 /// SDWebImage's failed-URL blocklist: the manager adds a URL after a
-/// permanent failure (an HTTP status such as 404 or 410, or data that does
-/// not decode) and refuses to fetch it again until the `.retryFailed` option
-/// is given or the entry is removed; any later successful download of the URL
-/// (such as a `.retryFailed` one) removes it. Transient failures (timeouts, refused
-/// connections, 5xx, cancellation) are never added.
+/// permanent failure (data that is empty or does not decode) and refuses to
+/// fetch it again until the `.retryFailed` option is given or the entry is
+/// removed; any later successful download of the URL (such as a `.retryFailed`
+/// one) removes it. As in SDWebImage, an invalid HTTP status (404, 500...) is
+/// not added, so the next load asks the server again; nor are timeouts,
+/// refused connections or cancellations.
 ///
 /// Bounded: it keeps at most ``countLimit`` URLs (default 10 000) and drops
 /// the least recently used one (blocked or found blocked) past that, so a
@@ -59,15 +60,14 @@ public final class FailedURLBlocklist: Sendable {
 
     /// Whether `error` is a permanent failure that should block its URL.
     ///
-    /// Permanent: HTTP 400, 403, 404, 405, 406, 410, 414, 415, 451 and
-    /// any other 4xx except 408 and 429; data that is empty, of an unsupported
-    /// format or corrupt. Not permanent: everything else.
+    /// SDWebImageDownloader's `shouldBlockFailedURLWithURL:error:` in its own
+    /// error domain: bad image data (an empty body, data that is empty, of an
+    /// unsupported format or corrupt) is permanent; an invalid HTTP status is
+    /// not. Not permanent: everything else.
     public static func isPermanent(_ error: HalcyonError) -> Bool {
         switch error {
         case .responseError(let reason):
-            if case .invalidHTTPStatusCode(_, let statusCode) = reason {
-                return (400..<500).contains(statusCode) && statusCode != 408 && statusCode != 429
-            }
+            if case .emptyBody = reason { return true }
             return false
         case .processorError(let reason):
             switch reason {
