@@ -230,4 +230,26 @@ struct KingfisherBehaviourTests {
             #expect(fixture.server.hits("/status/404") == attempt)
         }
     }
+
+    /// `SDWebImageManagerTests.test12ThatStoreCacheTypeWork`: with a transformer and the original kept, the
+    /// original bytes (an animation) are on disk under the source's own key, and only there.
+    @Test func originalStoredUnderItsOwnKey() async throws {
+        let animation = try TestImages.animation(frames: 4).encoded(as: .gif)
+        let fixture = try await ManagerFixture.make(image: animation)
+        defer { Task { await fixture.shutdown() } }
+        let url = fixture.url("/image/kb-store-original")
+        let processor = CountingProcessor(identifier: "kb.transformer")
+        let result = try await fixture.manager.retrieveImage(
+            with: url, options: [.processor(processor), .cacheOriginalImage, .waitForCache])
+        #expect(result.image.width == 16 && result.image.height == 12)
+
+        let key = url.absoluteString
+        #expect(!fixture.cache.memoryStorage.isCached(forKey: key), "the original is not in memory")
+        let original = try #require(try fixture.cache.diskStorage.value(forKey: key), "the original is on disk under its key")
+        #expect(original == animation)
+        #expect(try ImageDecoder.decode(original).frameCount == 4)
+        let processed = ImageCache.computedKey(key, processorIdentifier: processor.identifier)
+        #expect(fixture.cache.memoryStorage.isCached(forKey: processed))
+        #expect(fixture.cache.diskStorage.isCached(forKey: processed, extensionKey: key))
+    }
 }
