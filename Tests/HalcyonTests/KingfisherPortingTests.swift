@@ -8,9 +8,9 @@ import Testing
 // `import Halcyon` (no `@testable`): only the public API a porting user sees. Calls that are
 // synchronous in Kingfisher are called without `await` in `async` functions too.
 //
-// Kingfisher call shapes covered (74), one a line, plus the option items .cacheOriginalImage, .processor(_:),
-// .targetCache(_:), .downloader(_:), .transition(.fade(_:)), .callbackQueue(.untouch / .mainAsync) and
-// .loadDiskFileSynchronously:
+// Kingfisher call shapes covered (76), one a line, plus the option items .cacheOriginalImage, .processor(_:),
+// .targetCache(_:), .downloader(_:), .transition(.fade(_:)), .callbackQueue(.untouch / .mainAsync),
+// .loadDiskFileSynchronously and .retryStrategy(_:):
 //  - ImageCache(name:cacheDirectoryURL:)
 //  - cache.memoryStorage.config.totalCostLimit =
 //  - cache.memoryStorage.config.countLimit =
@@ -66,6 +66,8 @@ import Testing
 //  - processor.identifier
 //  - RawImageDataProvider(data:cacheKey:)
 //  - an ImageDataProvider of one's own: cacheKey and data() async throws
+//  - an ImageDataProvider of one's own: cacheKey and data(handler:)
+//  - a RetryStrategy of one's own: retry(context:retryHandler:)
 //  - url.cacheKey
 //  - ImageDownloader(name:)
 //  - downloader.downloadTimeout =
@@ -95,6 +97,31 @@ private struct SlowProvider: ImageDataProvider {
         started.set()
         try await Task.sleep(for: .seconds(30))
         return Data()
+    }
+}
+
+/// A provider written to Kingfisher's callback requirement, answering from another queue.
+private struct CallbackProvider: ImageDataProvider {
+    let cacheKey: String
+    let bytes: Data
+
+    func data(handler: @escaping @Sendable (Result<Data, any Error>) -> Void) {
+        DispatchQueue.global().async { handler(.success(bytes)) }
+    }
+}
+
+/// A callback provider that never answers.
+private struct SilentProvider: ImageDataProvider {
+    let cacheKey: String
+    let asked = LockedFlag()
+
+    func data(handler: @escaping @Sendable (Result<Data, any Error>) -> Void) { asked.set() }
+}
+
+/// A retry strategy written to Kingfisher's callback requirement: two retries, decided on another queue.
+private struct TwoRetries: RetryStrategy {
+    func retry(context: RetryContext, retryHandler: @escaping @Sendable (RetryDecision) -> Void) {
+        DispatchQueue.global().async { retryHandler(context.retriedCount < 2 ? .retry(userInfo: nil) : .stop) }
     }
 }
 
@@ -356,6 +383,35 @@ struct KingfisherPortingTests {
                 return
             }
             #expect(cancelled.cacheKey == "slow-provider-async" && !error.isTaskCancelled)
+        }
+    }
+
+    @Test("a provider and a retry strategy written to Kingfisher's callback requirements")
+    func callbackRequirements() async throws {
+        let origin = try await Origin.start()
+        defer { Task { await origin.stop() } }
+        let provided = try await origin.manager.retrieveImage(
+            with: .provider(CallbackProvider(cacheKey: "callback-provider", bytes: origin.server.image)))
+        #expect(provided.image.width == 64 && provided.cacheType == .none)
+        let flaky = origin.url("/flaky/porting?fail=2")
+        let retried = try await origin.manager.retrieveImage(with: flaky, options: [.retryStrategy(TwoRetries())])
+        #expect(retried.image.width == 64)
+        #expect(origin.server.hits("/flaky/porting?fail=2") == 3, "two 503s, two retries, then the image")
+        let silent = SilentProvider(cacheKey: "silent-provider")
+        let outcome = Box<Result<RetrieveImageResult, HalcyonError>>()
+        let retrieval = Task {
+            do throws(HalcyonError) {
+                outcome.set(.success(try await origin.manager.retrieveImage(with: .provider(silent))))
+            } catch {
+                outcome.set(.failure(error))
+            }
+        }
+        #expect(await eventually { silent.asked.isSet })
+        retrieval.cancel()
+        #expect(await eventually(5) { outcome.value != nil }, "the cancel must end the wait for a provider that never answers")
+        guard case .failure(.requestError(reason: .dataProviderCancelled))? = outcome.value else {
+            Issue.record("a silent provider's cancelled load: \(String(describing: outcome.value))")
+            return
         }
     }
 

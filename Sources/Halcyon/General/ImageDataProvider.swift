@@ -8,14 +8,84 @@ public protocol ImageDataProvider: Sendable {
     /// The key the image is cached under; must change when the bytes change.
     var cacheKey: String { get }
     /// Reads the bytes. Errors reach the caller as `imageSettingError(.dataProviderError(provider:error:))` with this
-    /// provider and its error.
+    /// provider and its error; a cancelled load ends in `requestError(.dataProviderCancelled(provider:))`.
+    ///
+    /// Implement this or Kingfisher's ``data(handler:)``: each defaults to the other (implementing neither recurses).
     func data() async throws -> Data
+    /// Kingfisher's callback form of ``data()``: hands the bytes, or the error, to `handler` once, on any thread.
+    func data(handler: @escaping @Sendable (Result<Data, any Error>) -> Void)
     /// A URL describing where the bytes live, if any.
     var contentURL: URL? { get }
 }
 
 extension ImageDataProvider {
     public var contentURL: URL? { nil }
+
+    /// Waits for ``data(handler:)``. A cancel ends the wait at once with `CancellationError`; the callback's work is
+    /// not interrupted, and what it hands over later is dropped.
+    public func data() async throws -> Data {
+        let waiter = ProviderDataWaiter()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiter.start(continuation)
+                data { waiter.finish($0) }
+            }
+        } onCancel: {
+            waiter.finish(.failure(CancellationError()))
+        }
+    }
+
+    /// Runs ``data()`` on a new task and hands its outcome to `handler`.
+    public func data(handler: @escaping @Sendable (Result<Data, any Error>) -> Void) {
+        Task {
+            do {
+                handler(.success(try await data()))
+            } catch {
+                handler(.failure(error))
+            }
+        }
+    }
+}
+
+/// Resumes the wait of a callback provider's data once: with its result, or with the cancel that came first.
+final class ProviderDataWaiter: Sendable {
+    private enum Phase {
+        case waiting
+        case started(CheckedContinuation<Data, any Error>)
+        case finished(Result<Data, any Error>?)
+    }
+
+    private let phase = Locked<Phase>(.waiting)
+
+    /// Holds `continuation` until an outcome; resumes it at once if one came first (a cancel before the start).
+    func start(_ continuation: CheckedContinuation<Data, any Error>) {
+        let early: Result<Data, any Error>? = phase.withLock { phase in
+            guard case .finished(let outcome) = phase else {
+                phase = .started(continuation)
+                return nil
+            }
+            phase = .finished(nil)
+            return outcome
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// Resumes the wait with `outcome` unless it was resumed already.
+    func finish(_ outcome: Result<Data, any Error>) {
+        let continuation: CheckedContinuation<Data, any Error>? = phase.withLock { phase in
+            switch phase {
+            case .waiting:
+                phase = .finished(outcome)
+                return nil
+            case .started(let continuation):
+                phase = .finished(nil)
+                return continuation
+            case .finished:
+                return nil
+            }
+        }
+        continuation?.resume(with: outcome)
+    }
 }
 
 /// Reads an image from a local file, off the caller's thread.

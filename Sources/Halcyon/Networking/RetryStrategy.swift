@@ -31,7 +31,26 @@ public struct RetryContext: Sendable {
 /// Decides whether, and when, a failed retrieval is tried again.
 public protocol RetryStrategy: Sendable {
     /// Returns the decision for `context`; may wait (a delay) before returning `.retry`.
+    ///
+    /// Implement this or Kingfisher's ``retry(context:retryHandler:)``: each defaults to the other (implementing
+    /// neither recurses).
     func retry(context: RetryContext) async -> RetryDecision
+    /// Kingfisher's callback form of ``retry(context:)``: hands the decision to `retryHandler` once.
+    func retry(context: RetryContext, retryHandler: @escaping @Sendable (RetryDecision) -> Void)
+}
+
+extension RetryStrategy {
+    /// Waits for ``retry(context:retryHandler:)``.
+    public func retry(context: RetryContext) async -> RetryDecision {
+        await withCheckedContinuation { continuation in
+            retry(context: context) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Runs ``retry(context:)`` on a new task and hands its decision to `retryHandler`.
+    public func retry(context: RetryContext, retryHandler: @escaping @Sendable (RetryDecision) -> Void) {
+        Task { retryHandler(await retry(context: context)) }
+    }
 }
 
 /// Retries response errors up to a count, after a delay.
