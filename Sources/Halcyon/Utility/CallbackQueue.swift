@@ -3,13 +3,15 @@ import Dispatch
 
 /// Where a completion or progress callback runs.
 ///
-/// Kingfisher's `CallbackQueue`. ``HalcyonManager`` (and `.hc.setImage`) call
-/// completion handlers and progress blocks on ``mainCurrentOrAsync`` unless
-/// the options say otherwise. On Linux the main queue is the main dispatch
+/// Kingfisher's `CallbackQueue`. ``HalcyonManager`` calls completion handlers
+/// on ``mainCurrentOrAsync`` unless the options say otherwise; progress blocks
+/// and `.hc.setImage`'s end go to the main queue whatever it is, except with
+/// ``untouch``, as Kingfisher's do. On Linux the main queue is the main dispatch
 /// queue, drained only while the program runs it: `dispatchMain()`, a
 /// `RunLoop.main.run()`, or an `async` main (whose main actor runs on it).
 /// A server or command-line program that blocks its main thread instead should
-/// pass `.callbackQueue(.untouch)` (the downloader's default) or ``dispatch(_:)``.
+/// pass `.callbackQueue(.untouch)` (the downloader's default): with ``dispatch(_:)``
+/// its completions run, but progress blocks still wait for the main queue.
 public enum CallbackQueue: Sendable {
     /// Asynchronously on the main dispatch queue.
     case mainAsync
