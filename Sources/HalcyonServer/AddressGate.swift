@@ -26,6 +26,14 @@ import NIOPosix
 /// downloader calls ``ImageDownloaderConnection/finished``), at the latest
 /// after a grace period: host names that change with every request cannot pile
 /// up clients. One lock guards the cache.
+///
+/// Lookups (``HostLookup``) run on threads of their own, at most 16 at once and
+/// 64 names in flight; a hop waits for its lookup at most `timeout` and stops
+/// waiting when its task is cancelled, so a name that resolves slowly holds
+/// neither the download's slot nor its request past those. An IP literal is
+/// never looked up. The server looks a request's source up before its download
+/// takes a slot (``prepare(_:)``); the answer serves the download's first hop
+/// for ``preparedLifetime``.
 public final class AddressGate: ImageDownloaderConnectionGate {
     /// The policy addresses are checked against.
     public let policy: AddressPolicy
@@ -43,16 +51,19 @@ public final class AddressGate: ImageDownloaderConnectionGate {
     public static let forbiddenMessage = "source address forbidden"
     /// The message of a refusal for a hop outside the allowed sources.
     public static let notAllowedMessage = "source not allowed"
+    /// How long an answer found by ``prepare(_:)`` serves hops to its host.
+    public static let preparedLifetime: Duration = .seconds(10)
 
     private let timeout: TimeInterval
     private let logger: Logger
-    private let resolver: @Sendable (String) -> [IPAddress]
+    private let lookup: HostLookup
+    private let prepared = Locked([String: (addresses: [IPAddress], until: ContinuousClock.Instant)]())
     private let clients = Locked(PinnedClients())
-    private static let resolveQueue = DispatchQueue(label: "halcyon.server.resolve", attributes: .concurrent)
 
-    /// Makes a gate; `resolver` is getaddrinfo unless a test gives its own; refusal details go to `logger`. The
-    /// clients it pins stop inflating a content-coded body at `maxInflatedBytes` (default 50 MiB; the server passes
-    /// its source size limit).
+    /// Makes a gate; `resolver` is getaddrinfo unless a test gives its own (a blocking function, run on the gate's
+    /// lookup threads; a hop waits for it at most `timeout`); refusal details go to `logger`. The clients it pins
+    /// stop inflating a content-coded body at `maxInflatedBytes` (default 50 MiB; the server passes its source size
+    /// limit).
     public init(
         policy: AddressPolicy,
         timeout: TimeInterval = 15,
@@ -70,28 +81,19 @@ public final class AddressGate: ImageDownloaderConnectionGate {
         self.idleTimeout = max(0.1, idleTimeout)
         self.maxInflatedBytes = max(1, maxInflatedBytes)
         self.logger = logger
-        self.resolver = resolver
+        self.lookup = HostLookup(timeout: .milliseconds(Int64(max(0.001, timeout) * 1000)), resolver: resolver)
     }
 
     /// Vets `url` and returns the canonical URL to send with the pinned client (nil client for a vetted IP literal).
     public func connection(for url: URL) async throws(HalcyonError) -> ImageDownloaderConnection {
-        guard let host = CanonicalHost(of: url), let canonical = host.replacingHost(of: url) else {
-            logger.notice("source refused: host cannot be canonicalised", metadata: ["url": "\(url.absoluteString)"])
-            throw .requestError(reason: .invalidURL(url: url))
-        }
-        guard url.user == nil, url.password == nil, allowedSources.allows(canonical) else {
-            logger.notice("source refused: not under an allowed source", metadata: ["url": "\(url.absoluteString)"])
-            throw .requestError(reason: .connectionRefusedByGate(url: url, message: Self.notAllowedMessage))
-        }
+        let (host, canonical) = try vetted(url)
         switch host {
         case .address(let literal):
             try refuse(url, ifAny: [literal], host: host)
             return ImageDownloaderConnection(client: nil, url: canonical)
         case .name(let name):
-            let resolver = self.resolver
-            let addresses = await withCheckedContinuation { continuation in
-                Self.resolveQueue.async { continuation.resume(returning: resolver(name)) }
-            }
+            var addresses = preparedAddresses(of: name) ?? []
+            if addresses.isEmpty { addresses = try await self.addresses(of: name, for: url) }
             guard let first = addresses.first else {
                 throw .requestError(reason: .cannotConnect(url: url, message: "cannot resolve \(name)"))
             }
@@ -118,6 +120,30 @@ public final class AddressGate: ImageDownloaderConnectionGate {
         return connection.client
     }
 
+    /// Looks up the host of `url` ahead of its download, on the calling task, so the download's first hop finds the
+    /// answer instead of waiting for DNS in a downloader slot; throws what ``connection(for:)`` would for a URL the
+    /// gate refuses before a lookup, a lookup that timed out or was cancelled, or a name that does not resolve.
+    /// Nothing for an IP literal.
+    public func prepare(_ url: URL) async throws(HalcyonError) {
+        guard case .name(let name) = try vetted(url).host else { return }
+        let addresses = try await addresses(of: name, for: url)
+        guard !addresses.isEmpty else {
+            throw .requestError(reason: .cannotConnect(url: url, message: "cannot resolve \(name)"))
+        }
+        let until = ContinuousClock.now + Self.preparedLifetime
+        prepared.withLock { prepared in
+            if prepared.count >= 1024 {
+                let now = ContinuousClock.now
+                prepared = prepared.filter { $0.value.until > now }
+                if prepared.count >= 1024 { prepared.removeAll() }
+            }
+            prepared[name] = (addresses, until)
+        }
+    }
+
+    /// How many host names are being looked up or wait for a lookup thread (abandoned lookups included).
+    public var lookupsInFlight: Int { lookup.inFlight }
+
     /// How many pinned clients are cached now (at most ``clientCapacity``).
     public var cachedClientCount: Int { clients.withLock { $0.count } }
 
@@ -135,6 +161,48 @@ public final class AddressGate: ImageDownloaderConnectionGate {
     }
 
     // MARK: - Vetting
+
+    /// The canonical host and URL of `url`, refused when it cannot be canonicalised or is not under an allowed source.
+    private func vetted(_ url: URL) throws(HalcyonError) -> (host: CanonicalHost, url: URL) {
+        guard let host = CanonicalHost(of: url), let canonical = host.replacingHost(of: url) else {
+            logger.notice("source refused: host cannot be canonicalised", metadata: ["url": "\(url.absoluteString)"])
+            throw .requestError(reason: .invalidURL(url: url))
+        }
+        guard url.user == nil, url.password == nil, allowedSources.allows(canonical) else {
+            logger.notice("source refused: not under an allowed source", metadata: ["url": "\(url.absoluteString)"])
+            throw .requestError(reason: .connectionRefusedByGate(url: url, message: Self.notAllowedMessage))
+        }
+        return (host, canonical)
+    }
+
+    /// The addresses of `name` from the lookup threads; a lookup that timed out, was cancelled or found too many in
+    /// flight is an error for `url`.
+    private func addresses(of name: String, for url: URL) async throws(HalcyonError) -> [IPAddress] {
+        switch await lookup.addresses(of: name) {
+        case .success(let addresses):
+            return addresses
+        case .failure(.timedOut):
+            logger.notice("source lookup timed out", metadata: ["url": "\(url.absoluteString)"])
+            throw .responseError(reason: .timedOut(url: url, after: timeout))
+        case .failure(.cancelled):
+            throw .requestError(reason: .taskCancelled(task: nil, token: nil))
+        case .failure(.busy):
+            logger.notice("source lookup refused: too many lookups in flight", metadata: ["url": "\(url.absoluteString)"])
+            throw .requestError(reason: .cannotConnect(url: url, message: "too many host lookups in flight"))
+        }
+    }
+
+    /// The answer ``prepare(_:)`` found for `name`, while it is fresh.
+    private func preparedAddresses(of name: String) -> [IPAddress]? {
+        prepared.withLock { prepared in
+            guard let entry = prepared[name] else { return nil }
+            guard entry.until > ContinuousClock.now else {
+                prepared[name] = nil
+                return nil
+            }
+            return entry.addresses
+        }
+    }
 
     /// Throws the generic refusal when the policy refuses any of `addresses`, logging which one and why.
     private func refuse(_ url: URL, ifAny addresses: [IPAddress], host: CanonicalHost) throws(HalcyonError) {

@@ -28,8 +28,12 @@ public final class ImageServer: Service {
     private let sharedStore: RedisClient?
     private let ports = Locked<(main: Int?, metrics: Int?)>((nil, nil))
 
-    /// Builds everything; throws on an invalid configuration.
-    public init(configuration: ServerConfiguration, logger: Logger) throws {
+    /// Builds everything; throws on an invalid configuration. Source host names are looked up with `resolver`
+    /// (getaddrinfo unless a test gives its own blocking function; see ``AddressGate``).
+    public init(
+        configuration: ServerConfiguration, logger: Logger,
+        resolver: @escaping @Sendable (String) -> [IPAddress] = { IPAddress.resolve($0) }
+    ) throws {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
@@ -44,7 +48,8 @@ public final class ImageServer: Service {
             timeout: configuration.downloadTimeout,
             allowedSources: try configuration.sourceAllowList(),
             maxInflatedBytes: configuration.maxSourceBytes,
-            logger: logger)
+            logger: logger,
+            resolver: resolver)
         downloader.connectionGate = gate
         self.downloader = downloader
         self.gate = gate
@@ -70,7 +75,8 @@ public final class ImageServer: Service {
             shared: redis.map { RedisDataStorage(client: $0) },
             sharedLifetime: configuration.redisTTL > 0 ? .seconds(configuration.redisTTL) : nil,
             metrics: metrics, logger: logger)
-        service = try ImageService(configuration: configuration, manager: manager, results: results, metrics: metrics, logger: logger)
+        service = try ImageService(
+            configuration: configuration, manager: manager, results: results, metrics: metrics, logger: logger, gate: gate)
     }
 
     /// The bound main port once listening.

@@ -43,13 +43,17 @@ public final class ImageService: Sendable {
     let watermark: WatermarkSource?
     private let health: HealthMonitor
     private let logger: Logger
+    /// The SSRF gate of the downloader, which looks a source's host up before its download takes a slot.
+    private let gate: AddressGate?
     /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
     let encodeQueue = PipelineQueues.shared.encode
 
     /// Makes the handlers; `configuration` must have passed ``ServerConfiguration/validate()``.
     init(
-        configuration: ServerConfiguration, manager: HalcyonManager, results: ResultStorage, metrics: ServerMetrics, logger: Logger
+        configuration: ServerConfiguration, manager: HalcyonManager, results: ResultStorage, metrics: ServerMetrics, logger: Logger,
+        gate: AddressGate? = nil
     ) throws(ServerConfiguration.ConfigurationError) {
+        self.gate = gate
         self.configuration = configuration
         self.manager = manager
         self.results = results
@@ -222,6 +226,10 @@ public final class ImageService: Sendable {
     /// handed to the manager, so the source is downloaded once.
     private func produce(source: Source, processor: any ImageProcessor, output: OutputRequest, record: RequestRecord) async throws -> ResponseCache.Entry {
         var source = source
+        if let gate, let url = source.url, !url.isFileURL {
+            // DNS waits here, on the request's task (its timeout and hang-up stop it), not in a downloader slot.
+            do { try await gate.prepare(url) } catch { throw serverError(for: error) }
+        }
         if output.options.raw || !output.options.skipProcessing.isEmpty {
             let passed = try await passThrough(source, output: output)
             if let entry = passed.entry { return entry }
