@@ -35,7 +35,8 @@ extension ImageService {
         }
         let format = encodingPolicy.encoding(for: image, as: output.explicit ?? output.negotiated).format
         let quality = options.quality(for: format) ?? configuration.defaultQuality
-        var encoding = encodingPolicy.encoding(for: image, as: format, quality: quality)
+        var encoding = try boundedEncoding(encodingPolicy.encoding(for: image, as: format, quality: quality), of: image,
+                                           explicit: output.explicit != nil)
         var body = try await encodeOnQueue(image, as: encoding)
         guard let limit = options.maxBytes else { return (body, encoding.format) }
         for _ in 0..<8 where body.count > limit {
@@ -46,6 +47,24 @@ extension ImageService {
             body = try await encodeOnQueue(image, as: encoding)
         }
         return (body, encoding.format)
+    }
+
+    /// `encoding`, unless one frame of `image` is over what its encoder may be given
+    /// (``ImageEncoder/uncancellableFrameLimit(for:)``: GIF and WebP compress a whole frame without looking at
+    /// cancellation): then 422 `result_too_large_for_format` when the format was asked for (extension or `f:`), else
+    /// PNG for an image with alpha and JPEG for one without, whose encoders stop when the request does.
+    func boundedEncoding(_ encoding: ImageEncodingFormat, of image: Image, explicit: Bool) throws -> ImageEncodingFormat {
+        guard let limit = ImageEncoder.uncancellableFrameLimit(for: encoding) else { return encoding }
+        let (pixels, overflow) = image.width.multipliedReportingOverflow(by: image.height)
+        guard overflow || pixels > limit else { return encoding }
+        guard !explicit else {
+            let megapixels = (Double(limit) / 1e6).formatted(.number.precision(.fractionLength(0...1)))
+            throw ServerError(
+                status: 422, code: "result_too_large_for_format",
+                message: "\(encoding.format.rawValue) output is limited to \(megapixels) megapixels a frame "
+                    + "(its encoder cannot be stopped once it starts a frame); this result has \(image.width)x\(image.height)")
+        }
+        return encodingPolicy.encoding(for: image, as: image.hasAlpha ? .png : .jpeg, quality: configuration.defaultQuality)
     }
 
     /// The quality of a lossy encoding, nil for lossless ones.

@@ -10,7 +10,10 @@ import CHalcyonVips
 /// ``perform(on:_:)`` does both for async callers: the calling task's
 /// cancellation cancels the work. Work inside one libvips call that does not
 /// render through tiles (an AVIF encoder's own pass over an image, a whole
-/// animation read by its loader before the first tile) runs to its end.
+/// animation read by its loader before the first tile, the quantising and
+/// compressing of one GIF or WebP frame once libvips has gathered it) runs to
+/// its end; ``ImageEncoder/uncancellableFrameLimit(for:)`` says how large a
+/// GIF or WebP frame a server should allow.
 ///
 /// `@unchecked Sendable`: the only state is the C flag, which is atomic and
 /// reference counted; this object holds one reference for its lifetime.
