@@ -69,7 +69,7 @@ check: test test-asan test-tsan
 ## bench: release-mode side-by-side benchmarks in one run; writes bench-results.md (a summary of every
 ##        ratio, then each benchmark's table). Installs the peers it compares against when missing:
 ##        vipsthumbnail, curl, wrk, nginx, redis-server (Debian), Pillow and thumbor (PyPI).
-BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark StorageTierBenchmark RetrieveHitBenchmark ResponseCacheBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark ServerBenchmark
+BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark StorageTierBenchmark RetrieveHitBenchmark ResponseCacheBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark PrefetchBenchmark ServerBenchmark
 BENCH_WORK := $(CURDIR)/.build/bench
 # thumbor 7.7.x answers AVIF requests with JPEG; 7.8 needs the AVIF plugin for Pillow to encode AVIF.
 THUMBOR_PINS := thumbor==7.8.0 pillow-avif-plugin

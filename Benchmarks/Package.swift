@@ -71,6 +71,10 @@ let package = Package(
             name: "RetrieveMemoryBenchmark",
             dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),
+        .executableTarget(
+            name: "PrefetchBenchmark",
+            dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
