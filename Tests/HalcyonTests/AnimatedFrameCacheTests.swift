@@ -132,4 +132,16 @@ private final class RecordingProcessor: ImageProcessor {
         let processedFull = try await fixture.manager.retrieveImage(with: url, options: [.processor(processor)])
         #expect(processedFull.image.frameCount == 8, "a processed first frame never answers a request for every frame")
     }
+
+    /// `ImageCache.retrieveImageInDiskCache` with `.onlyLoadFirstFrame` reads the shared unprocessed entry, as the
+    /// manager's lookup does, and decodes its first frame.
+    @Test func diskOnlyReadOfFirstFrame() async throws {
+        let fixture = try await Self.gifFixture()
+        defer { Task { await fixture.shutdown() } }
+        let url = fixture.url("/image/disk-only-first-frame")
+        _ = try await fixture.manager.retrieveImage(with: url, options: [.waitForCache])
+        let options = HalcyonParsedOptionsInfo([.onlyLoadFirstFrame])
+        let first = try await fixture.cache.retrieveImageInDiskCache(forKey: url.absoluteString, options: options)
+        #expect(first?.frameCount == 1, "no first frame from the shared disk entry")
+    }
 }

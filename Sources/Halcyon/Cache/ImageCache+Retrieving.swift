@@ -101,7 +101,7 @@ extension ImageCache {
         callbackQueue: DispatchQueue? = nil,
         completionHandler: @escaping @Sendable (Result<Image?, HalcyonError>) -> Void
     ) {
-        let computed = Self.computedKey(key, processorIdentifier: Self.processorIdentifier(for: options))
+        let computed = Self.computedKey(key, processorIdentifier: Self.diskProcessorIdentifier(for: options))
         let load: @Sendable () -> Void = {
             let result = self.loadFromDisk(computedKey: computed, extensionKey: key, options: options, extending: extendingExpiration)
             Self.deliver(result, on: callbackQueue, completionHandler)
