@@ -8,14 +8,11 @@ Prints PASS/FAIL lines and a summary; exits 1 on any FAIL.
 import json, os, random, re, signal, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
+from fleet_env import fleet_env
 from halcyon_sign import image_path
 
 env = os.environ
-KEY, SALT = bytes.fromhex(env["HALCYON_KEY"]), bytes.fromhex(env["HALCYON_SALT"])
-FLEET = f"http://127.0.0.1:{env['FLEET_PORT']}"
-ORIGIN = f"http://127.0.0.1:{env['ORIGIN_PORT']}"
-NODES = [int(p) for p in env["NODE_PORTS"].split(",")]
-PIDS = [int(p) for p in env["NODE_PIDS"].split(",")]
+KEY, SALT, FLEET, ORIGIN, NODES, PIDS = fleet_env()
 VICTIM = int(env.get("VICTIM", "1"))
 ORIGIN_LOG = env["ORIGIN_LOG"]
 SAMPLES = env["SAMPLES"].split(",")

@@ -17,14 +17,11 @@ one JSON line; exits 1 on any FAIL. Loopback only; bounded by timeouts.
 """
 import json, os, signal, socket, sys, threading, time, urllib.error, urllib.request
 
+from fleet_env import fleet_env
 from halcyon_sign import image_path
 
 env = os.environ
-KEY, SALT = bytes.fromhex(env["HALCYON_KEY"]), bytes.fromhex(env["HALCYON_SALT"])
-FLEET = f"http://127.0.0.1:{env['FLEET_PORT']}"
-ORIGIN = f"http://127.0.0.1:{env['ORIGIN_PORT']}"
-NODES = [int(p) for p in env["NODE_PORTS"].split(",")]
-PIDS = [int(p) for p in env["NODE_PIDS"].split(",")]
+KEY, SALT, FLEET, ORIGIN, NODES, PIDS = fleet_env()
 TRIES = int(env["TRIES"])
 failures = []
 
