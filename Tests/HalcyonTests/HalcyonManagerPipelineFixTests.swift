@@ -158,4 +158,17 @@ struct HalcyonManagerPipelineFixTests {
         #expect(remade.cacheType == .disk && remade.image.width == 8)
         #expect(fixture.server.hits(target) == 2, "the server was not asked again")
     }
+
+    @Test("an original held only in memory serves a processor without a download")
+    func originalInMemoryServesProcessor() async throws {
+        let fixture = try await ManagerFixture.make()
+        defer { Task { await fixture.shutdown() } }
+        let url = fixture.url("/image/memory-original")
+        let original = try await fixture.manager.retrieveImage(with: url, options: [.cacheMemoryOnly])
+        #expect(original.cacheType == .none && fixture.cache.imageCachedType(forKey: url.cacheKey) == .memory)
+        let processor = ResizingImageProcessor(referenceSize: CGSize(width: 8, height: 6))
+        let processed = try await fixture.manager.retrieveImage(with: url, options: [.processor(processor)])
+        #expect(processed.image.width == 8)
+        #expect(fixture.server.hits("/image/memory-original") == 1, "processed from the original in memory")
+    }
 }

@@ -116,11 +116,13 @@ final class ImagePipeline: Sendable {
         return image
     }
 
-    /// The unprocessed original kept on disk, processed and stored; nil without a processor or an original.
+    /// The unprocessed original (from memory, else from disk), processed and stored; nil without a processor or an original.
+    ///
+    /// Memory comes first, as in Kingfisher: an original retrieved a moment ago
+    /// is there at once, while its disk write may still be under way.
     private func processedOriginal(_ request: PipelineRequest) async throws(HalcyonError) -> Image? {
         guard !request.processor.identifier.isEmpty, request.reads.readsDisk, !request.reads.forcesRevalidation else { return nil }
-        guard let original = try await request.originalCache.retrieveOriginalImageInDiskCache(
-            forKey: request.key, options: request.originalRead, extendingExpiration: request.reads.diskExtending) else { return nil }
+        guard let original = try await unprocessedOriginal(request) else { return nil }
         let processor = request.processor
         let context = request.processing
         let image = try await runCPU(on: queues.process, request) { () throws(HalcyonError) -> Image in
@@ -129,6 +131,19 @@ final class ImagePipeline: Sendable {
         }
         try await store(image, original: nil, response: nil, request)
         return image
+    }
+
+    /// The request's source decoded without its processor: the memory entry, else the original kept on disk.
+    private func unprocessedOriginal(_ request: PipelineRequest) async throws(HalcyonError) -> Image? {
+        var unprocessed = request.originalRead
+        unprocessed.processor = DefaultImageProcessor.default
+        if let image = request.originalCache.retrieveImageInMemoryCache(
+            forKey: request.key, processorIdentifier: ImageCache.processorIdentifier(for: unprocessed),
+            extendingExpiration: request.reads.memoryExtending) {
+            return image
+        }
+        return try await request.originalCache.retrieveOriginalImageInDiskCache(
+            forKey: request.key, options: request.originalRead, extendingExpiration: request.reads.diskExtending)
     }
 
     /// Decodes lazily kept animation frames when `.backgroundDecode` asks for it.
