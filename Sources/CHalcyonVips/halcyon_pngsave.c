@@ -5,7 +5,7 @@
  * profile, EXIF, XMP or comments), not interlaced. Rows take the sub filter, as
  * hc_pngsave asks of libpng, and the filtered image is compressed in one call:
  * on photographic 512 px results, libdeflate's level 4 takes about half the
- * time of zlib's level 4 behind libpng and writes about 3% fewer bytes (#16).
+ * time of zlib's level 4 behind libpng and writes about 3% fewer bytes.
  * The file holds IHDR, pHYs (from the image's resolution, as libvips writes
  * it), one IDAT and IEND; the stream is compressed straight into the file, so
  * the peak is the rendered pixels, then the filtered rows and the file. Any

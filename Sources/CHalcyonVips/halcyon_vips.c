@@ -556,7 +556,7 @@ int hc_webpsave(VipsImage *in, int quality, int lossless, void **buffer, size_t 
 int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length) {
     /* Effort 0 (libaom's fastest speed): on photographic 512 px images it
      * encoded in about two thirds of effort 2's time, at the same error and
-     * 3% fewer bytes (measured with libheif 1.15 / libaom 3.6, see #16). */
+     * 3% fewer bytes (measured with libheif 1.15 / libaom 3.6). */
     VipsImage *guarded = hc_cancel_guard(in);
     int result = vips_heifsave_buffer(guarded, buffer, length, "Q", quality, "lossless", lossless,
                                 "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1, "effort", 0,
