@@ -14,8 +14,9 @@ import Foundation
 /// | AVIF   | 60      | AV1's scale runs lower still for a like result               |
 ///
 /// These are the values the image service has always used, so its responses
-/// keep their size (and stay close to the q80/75/65 of the benchmark in
-/// DESIGN.md); the library's and the CLI's JPEG default moved from 90 to
+/// keep their size (and stay close to the q80/75/65 of the image-server
+/// benchmark, `Benchmarks/Sources/ServerBenchmark`); the library's and the
+/// CLI's JPEG default moved from 90 to
 /// 85 to match. PNG, GIF and TIFF have no quality. Kingfisher-style
 /// `compressionQuality` values (0...1) given by a caller are not defaults and
 /// always win, as does any explicit quality (the encoder clamps it to 1...100).
