@@ -3,13 +3,16 @@ import Foundation
 import Halcyon
 
 /// `halcyon process <in> <out> -p CHAIN`: local processing, no cache.
-struct ProcessCommand: ParsableCommand {
+struct ProcessCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "process",
         abstract: "Process local image files through a processor chain (no cache).",
         discussion: """
             INPUT is a file or a folder (every image file in it, not recursive); \
-            OUTPUT is a file for one input, else a folder, created when missing.
+            OUTPUT is a file for one input, else a folder, created when missing. \
+            A folder's files are processed several at once: up to --jobs (default: \
+            the core count), while their decoded sizes fit in --memory-budget; \
+            the lines come out in the folder's order.
 
             Processor chain: steps joined by |>, for example
               resize(300x200,fill)|>round(12)|>blur(2)|>tint(#ff000080)|>bw
@@ -38,10 +41,16 @@ struct ProcessCommand: ParsableCommand {
     @Flag(help: ArgumentHelp(DecodingFlags.strictHelp))
     var strict = false
 
+    @Option(help: "Files processed at once (default: the core count).")
+    var jobs: Int?
+
+    @Option(help: "Memory for the files being processed at once, MiB (default: a quarter of RAM, 256 to 2048).")
+    var memoryBudget: Int?
+
     @Flag(name: [.short, .long], help: "Show the decoder's own account of each failure, and the library's debug lines, on standard error.")
     var verbose = false
 
-    mutating func run() throws {
+    mutating func run() async throws {
         let processor: any ImageProcessor
         do {
             processor = try ProcessorChainParser.parse(chain)
@@ -57,24 +66,35 @@ struct ProcessCommand: ParsableCommand {
             return parsed
         }
         DecodingFlags.configureLibraryLogging(verbose: verbose)
-        let jobs: [ProcessingJob]
+        let planned: [ProcessingJob]
         do {
-            jobs = try ProcessingJob.plan(input: input, output: output, format: requestedFormat)
+            planned = try ProcessingJob.plan(input: input, output: output, format: requestedFormat)
         } catch {
             let failure = CLIFailure(error: error)
             printError(failure.errorLines(verbose: verbose))
             throw ExitCode(failure.exitCode)
         }
         let strictness = DecodingFlags.strictness(strict: strict)
-        var firstFailure: CLIFailure?
-        for job in jobs {
+        let (quality, verbose) = (quality, verbose)
+        let run = ProcessingRun(
+            jobs: planned, width: max(1, jobs ?? WorkQueue.defaultWidth),
+            memoryBudget: memoryBudget.map { max(1, $0) << 20 } ?? ProcessingRun.defaultMemoryBudget
+        ) { job in
             let started = ContinuousClock.now
             do {
                 let result = try job.run(processor: processor, quality: quality, strictness: strictness)
                 let elapsed = ContinuousClock.now - started
-                print("\(job.input.path) -> \(job.output.path)  \(result.summary)  \(elapsed.halcyonMilliseconds)")
+                return .done(line: "\(job.input.path) -> \(job.output.path)  \(result.summary)  \(elapsed.halcyonMilliseconds)")
             } catch {
-                let failure = CLIFailure(error: error, context: job.input.path)
+                return .failed(CLIFailure(error: error, context: job.input.path))
+            }
+        }
+        var firstFailure: CLIFailure?
+        _ = await run.run { outcome in
+            switch outcome {
+            case .done(let line):
+                print(line)
+            case .failed(let failure):
                 firstFailure = firstFailure ?? failure
                 printError(failure.errorLines(verbose: verbose))
             }

@@ -194,6 +194,37 @@ struct CLITests {
         #expect(bad.exitCode == 64)
         #expect(bad.stderr.contains("character 16") && bad.stderr.contains("unknown step \"sparkle\""))
     }
+
+    @Test("process: a folder runs several files at once; lines in the folder's order; the first failure's exit code")
+    func processFolder() async throws {
+        let scratch = CLIScratch()
+        defer { scratch.remove() }
+        try FileManager.default.createDirectory(at: scratch.root, withIntermediateDirectories: true)
+        let names = ["a.jpg", "b.png", "c.jpg", "d.webp", "e.png"]
+        for (index, name) in names.enumerated() {
+            let format: ImageEncodingFormat = name.hasSuffix(".jpg") ? .jpeg(quality: 85) : name.hasSuffix(".png") ? .png() : .webp(quality: 80)
+            try TestImages.encodedGradient(format, width: 200 + index * 40, height: 120).write(to: scratch.root.appendingPathComponent(name))
+        }
+        try Data("not an image".utf8).write(to: scratch.root.appendingPathComponent("broken.jpg"))
+        let output = scratch.root.appendingPathComponent("out")
+        for jobs in ["1", "3"] {
+            try? FileManager.default.removeItem(at: output)
+            let run = try await CLIRun.run(["process", scratch.root.path, output.path, "-p", "downsample(64x64)", "--jobs", jobs],
+                                           cacheHome: scratch.cache)
+            #expect(run.exitCode == 65, "jobs \(jobs): \(run.stderr)")
+            #expect(run.stderr.contains("broken.jpg") && run.stderr.split(separator: "\n").count == 1, "jobs \(jobs): \(run.stderr)")
+            let printed = run.stdout.split(separator: "\n").compactMap { line in line.split(separator: " ").first.map { URL(fileURLWithPath: String($0)).lastPathComponent } }
+            #expect(printed == names, "jobs \(jobs): lines in the folder's order: \(run.stdout)")
+            for (index, name) in names.enumerated() {
+                let image = try ImageDecoder.decode(Data(contentsOf: output.appendingPathComponent(name)))
+                #expect(image.width == 64 && image.height < 64, "\(name) (\(200 + index * 40)x120): \(image.width)x\(image.height)")
+            }
+        }
+        let budget = try await CLIRun.run(["process", scratch.root.path, output.path, "-p", "downsample(64x64)", "--memory-budget", "1"],
+                                          cacheHome: scratch.cache)
+        #expect(budget.exitCode == 65 && budget.stdout.split(separator: "\n").count == names.count,
+                "a budget smaller than one file still runs every file, one at a time: \(budget.stdout) \(budget.stderr)")
+    }
 }
 
 @Suite("halcyon serve from the command line")

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import Halcyon
 
-/// Behaviours Kingfisher users rely on (issue #18), each checked against a real loopback server or disk cache.
+/// Behaviours Kingfisher users rely on, each checked against a real loopback server or disk cache.
 @Suite struct KingfisherParityTests {
     /// A URL no downloader can fetch until a request modifier rewrites it.
     static let placeholder = URL(string: "placeholder://images/1")!
