@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps test-deps test-fleet bench-fleet bench-tracing build run test test-asan test-tsan check bench bench-server soak clean
+.PHONY: deps test-deps test-fleet bench-fleet bench-tracing build run test test-asan test-tsan check bench bench-server bench-cli soak clean
 
 ## deps: install libvips-dev, libisal-dev (ISA-L's inflate, for the PNG loader), libdeflate-dev (the PNG
 ##       encoder's compression) and pkg-config when missing.
@@ -68,9 +68,13 @@ check: test test-asan test-tsan
 
 ## bench: release-mode side-by-side benchmarks in one run; writes bench-results.md (a summary of every
 ##        ratio, then each benchmark's table). Installs the peers it compares against when missing:
-##        vipsthumbnail, curl, wrk, nginx, redis-server (Debian), Pillow and thumbor (PyPI).
-BENCHMARKS ?= ThumbnailBenchmark CacheBenchmark StorageTierBenchmark RetrieveHitBenchmark ResponseCacheBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark PrefetchBenchmark ServerBenchmark
+##        vipsthumbnail, curl, wrk, nginx, redis-server (Debian), Pillow and thumbor (PyPI). The
+##        server and CLI benchmarks run the shipped release `halcyon` with its defaults, on real
+##        photographs (scripts/bench-photos.sh: Debian's plasma-workspace-wallpapers, downloaded only).
+BENCHMARKS ?= ThumbnailBenchmark CLIBenchmark CacheBenchmark StorageTierBenchmark RetrieveHitBenchmark ResponseCacheBenchmark DownloadBenchmark MemoryBenchmark RetrieveMemoryBenchmark PrefetchBenchmark ServerBenchmark
 BENCH_WORK := $(CURDIR)/.build/bench
+BENCH_PHOTOS := $(CURDIR)/.build/bench-photos
+BENCH_ENV = HALCYON_BIN="$$($(SWIFT) build -c release --show-bin-path)/halcyon" BENCH_PHOTOS=$(BENCH_PHOTOS)
 # thumbor 7.7.x answers AVIF requests with JPEG; 7.8 needs the AVIF plugin for Pillow to encode AVIF.
 THUMBOR_PINS := thumbor==7.8.0 pillow-avif-plugin
 INSTALL_THUMBOR = thumbor --version 2>/dev/null | grep -q 'v7\.8\.' && python3 -c 'import pillow_avif' 2>/dev/null || \
@@ -82,10 +86,12 @@ bench: deps
 	@python3 -c 'import PIL' 2>/dev/null || pip install -q pillow || pip install -q --break-system-packages pillow
 	@$(INSTALL_THUMBOR)
 	@rm -rf $(BENCH_WORK) bench-results.md && mkdir -p $(BENCH_WORK)
+	bash scripts/bench-photos.sh $(BENCH_PHOTOS)
+	$(SWIFT) build -c release --product halcyon
 	cd Benchmarks && $(SWIFT) build -c release
 	@failed=""; for benchmark in $(BENCHMARKS); do \
 		echo "==> $$benchmark"; \
-		(cd Benchmarks && BENCH_RESULTS=$(BENCH_WORK)/sections.md BENCH_SUMMARY=$(BENCH_WORK)/summary.md \
+		(cd Benchmarks && $(BENCH_ENV) BENCH_RESULTS=$(BENCH_WORK)/sections.md BENCH_SUMMARY=$(BENCH_WORK)/summary.md \
 			.build/release/$$benchmark) || failed="$$failed $$benchmark"; \
 	done; \
 	{ echo "# Halcyon benchmark results"; echo; \
@@ -117,13 +123,22 @@ soak: deps
 	$(SWIFT) build -c release --product halcyon
 	HALCYON_BIN="$$($(SWIFT) build -c release --show-bin-path)/halcyon" bash scripts/soak.sh
 
-## bench-server: imgproxy's image-servers shape: halcyon serve vs thumbor 7 (2 processes, HTTP loader) resizing
-##               21 generated 2–12 MP sources from a loopback nginx to fit 512×512 in JPEG/PNG/WebP/AVIF, 2 and 8
-##               clients, BENCH_SECONDS (default 60) per side and cell, ROUNDS (default 1); plus cached responses vs
-##               nginx. Appends to bench-results.md. Needs wrk, nginx, libvips-tools (apt) and thumbor (pip).
+## bench-server: imgproxy's image-servers shape: the shipped `halcyon serve` (release, defaults) vs thumbor 7
+##               (2 processes, HTTP loader) resizing real photographs (12 × JPEG/PNG/WebP, 2560×1600) and 21
+##               generated 2–12 MP sources from a loopback nginx to fit 512×512 in JPEG/PNG/WebP/AVIF, at 1
+##               (halcyon only: wall ÷ CPU), 2 and 8 clients, BENCH_SECONDS (default 60) per side and cell,
+##               ROUNDS (default 2); plus cached responses vs nginx. Appends to bench-results.md. Needs wrk,
+##               nginx, libvips-tools (apt) and thumbor (pip). bench-cli: `halcyon process` vs vipsthumbnail
+##               and Pillow on the photographs.
 bench-server: deps
 	@$(INSTALL_THUMBOR)
-	cd Benchmarks && BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release ServerBenchmark
+	bash scripts/bench-photos.sh $(BENCH_PHOTOS)
+	$(SWIFT) build -c release --product halcyon
+	cd Benchmarks && $(BENCH_ENV) BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release ServerBenchmark
+bench-cli: deps
+	bash scripts/bench-photos.sh $(BENCH_PHOTOS)
+	$(SWIFT) build -c release --product halcyon
+	cd Benchmarks && $(BENCH_ENV) BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release CLIBenchmark
 
 clean:
 	rm -rf .build Benchmarks/.build $(OUT) bench-results.md

@@ -25,6 +25,10 @@ let package = Package(
             dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),
         .executableTarget(
+            name: "CLIBenchmark",
+            dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
+        ),
+        .executableTarget(
             name: "CacheBenchmark",
             dependencies: ["BenchmarkSupport", .product(name: "Halcyon", package: "Halcyon")]
         ),
