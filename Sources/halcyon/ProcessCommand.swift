@@ -90,7 +90,7 @@ struct ProcessCommand: AsyncParsableCommand {
             }
         }
         var firstFailure: CLIFailure?
-        _ = await run.run { outcome in
+        await run.run { outcome in
             switch outcome {
             case .done(let line):
                 print(line)

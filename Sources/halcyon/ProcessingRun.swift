@@ -21,27 +21,32 @@ struct ProcessingRun {
         case failed(CLIFailure)
     }
 
-    /// Runs every job; returns the outcomes in input order after `report` saw each, in that order.
-    func run(report: (Outcome) -> Void) async -> [Outcome] {
+    /// Runs every job; `report` sees each outcome in input order, as soon as every earlier job has finished.
+    ///
+    /// A job's estimate is read (from its file's header) when the job is next to start, not for the whole folder first.
+    func run(report: (Outcome) -> Void) async {
         let queue = WorkQueue(name: "halcyon.process-cli", width: width)
-        let estimates = jobs.map(Self.estimatedBytes)
+        var estimates = [Int?](repeating: nil, count: jobs.count)
         var outcomes = [Outcome?](repeating: nil, count: jobs.count)
         var reported = 0
         await withTaskGroup(of: (Int, Outcome).self) { group in
             var next = 0, running = 0, used = 0
             while reported < jobs.count {
-                while next < jobs.count, running < width, running == 0 || used + estimates[next] <= memoryBudget {
-                    let index = next, job = jobs[index], work = self.work
+                while next < jobs.count, running < width {
+                    let estimate = estimates[next] ?? Self.estimatedBytes(jobs[next])
+                    estimates[next] = estimate
+                    guard running == 0 || used + estimate <= memoryBudget else { break }
+                    let job = jobs[next], index = next, work = self.work
                     group.addTask {
                         let outcome = await withCheckedContinuation { continuation in
                             queue.execute { continuation.resume(returning: work(job)) }
                         }
                         return (index, outcome)
                     }
-                    (next, running, used) = (next + 1, running + 1, used + estimates[index])
+                    (next, running, used) = (next + 1, running + 1, used + estimate)
                 }
                 guard let (index, outcome) = await group.next() else { break }
-                (running, used) = (running - 1, used - estimates[index])
+                (running, used) = (running - 1, used - (estimates[index] ?? 0))
                 outcomes[index] = outcome
                 while reported < jobs.count, let ready = outcomes[reported] {
                     report(ready)
@@ -49,7 +54,6 @@ struct ProcessingRun {
                 }
             }
         }
-        return outcomes.compactMap { $0 }
     }
 
     /// The memory a job is expected to hold at its peak: 4 bytes per source pixel plus its file's size.
