@@ -54,10 +54,6 @@ try FileManager.default.copyItem(atPath: photos + "/" + largest, toPath: singleI
 
 // MARK: - Sides
 
-func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-}
 
 /// One command's wall and CPU time.
 struct Timing {

@@ -89,21 +89,14 @@ enum SourceSet {
     }
 
     /// The photographs in `folder` (scripts/bench-photos.sh: `photo-*.jpg` with PNG and WebP copies), sorted by name.
-    static func photographs(in folder: URL, vipsheader: String) throws -> [SourceImage] {
+    static func photographs(in folder: URL) throws -> [SourceImage] {
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("photo-") }.sorted()
         return try names.compactMap { name -> SourceImage? in
-            let format: ImageFormat
-            switch (name as NSString).pathExtension {
-            case "jpg": format = .jpeg
-            case "png": format = .png
-            case "webp": format = .webp
-            default: return nil
-            }
-            let path = folder.appendingPathComponent(name).path
-            let size = try BenchmarkSupport.run(vipsheader, ["-f", "width", path]) + " " + BenchmarkSupport.run(vipsheader, ["-f", "height", path])
-            let numbers = size.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
-            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-            return SourceImage(name: name, format: format, width: numbers.first ?? 0, height: numbers.last ?? 0, bytes: bytes)
+            guard let format = ImageFormat(fileExtension: (name as NSString).pathExtension),
+                  [.jpeg, .png, .webp].contains(format) else { return nil }
+            let data = try Data(contentsOf: folder.appendingPathComponent(name))
+            let header = try ImageDecoder.probe(data)
+            return SourceImage(name: name, format: format, width: header.width, height: header.height, bytes: data.count)
         }
     }
 }

@@ -29,8 +29,7 @@ import HalcyonServer
 // MARK: - Settings
 
 let environment = ProcessInfo.processInfo.environment
-let benchSeconds = Int(environment["BENCH_SECONDS"] ?? "") ?? 60
-let seconds = benchSeconds
+let seconds = Int(environment["BENCH_SECONDS"] ?? "") ?? 60
 let rounds = max(1, Int(environment["ROUNDS"] ?? "") ?? 2)
 let clientCounts = (environment["BENCH_CLIENTS"] ?? "1,2,8").split(separator: ",").compactMap { Int($0) }
 let formats = (environment["BENCH_FORMATS"] ?? "jpeg,png,webp,avif").split(separator: ",").map(String.init)
@@ -80,7 +79,7 @@ for name in setNames {
             exit(1)
         }
         let folder = URL(fileURLWithPath: photos)
-        let images = try SourceSet.photographs(in: folder, vipsheader: which("vipsheader") ?? "vipsheader")
+        let images = try SourceSet.photographs(in: folder)
         sets.append(SourceSetRun(name: name, title: "\(images.count / 3) photographs (Debian's plasma-workspace-wallpapers), each as JPEG, PNG and WebP",
                                  folder: folder, sources: images))
     case "generated":
@@ -278,7 +277,7 @@ struct Cell {
     /// One client measures Halcyon's wall time against its CPU time; thumbor is compared from two clients on.
     var sides: [Int] { clients == 1 ? [0] : [0, 1] }
     /// wrk's duration: BENCH_SECONDS, half of it for a one-client cell (a ratio of two steady figures, not a comparison).
-    var seconds: Int { clients == 1 ? max(10, benchSeconds / 2) : benchSeconds }
+    var duration: Int { clients == 1 ? max(10, seconds / 2) : seconds }
 }
 
 var cells: [Cell] = sets.indices.flatMap { set in
@@ -295,7 +294,7 @@ for round in 0..<rounds {
             let pids = servers[side].map(\.processIdentifier)
             pids.forEach(resetPeakRSS(of:))
             let cpuBefore = pids.map(cpuSeconds(of:)).reduce(0, +)
-            let result = try wrk(wrkPath, url: bases[side], threads: min(2, cell.clients), connections: cell.clients, seconds: cell.seconds, script: script)
+            let result = try wrk(wrkPath, url: bases[side], threads: min(2, cell.clients), connections: cell.clients, seconds: cell.duration, script: script)
             let rss = pids.map(peakRSS(of:)).reduce(0, +)
             let cpu = 1000 * (pids.map(cpuSeconds(of:)).reduce(0, +) - cpuBefore) / Double(max(1, result.requests))
             cells[index].results[side].append(result)
@@ -328,7 +327,6 @@ print("halcyon serve stopped on SIGTERM in \(ContinuousClock.now - halcyonStop),
 
 // MARK: - Report
 
-func median(_ values: [Double]) -> Double { let s = values.sorted(); return s.isEmpty ? 0 : s[s.count / 2] }
 func f1(_ value: Double) -> String { String(format: "%.1f", value) }
 func spread(_ values: [Double]) -> String { values.count < 2 ? "" : " (\(f1(values.min() ?? 0))–\(f1(values.max() ?? 0)))" }
 

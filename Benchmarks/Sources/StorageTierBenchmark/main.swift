@@ -51,7 +51,6 @@ func concurrent(_ tier: any DataStorageTier, keys: [String], callers: Int, perCa
     return Double(callers * perCaller) / seconds
 }
 
-func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 func spread(_ values: [Double]) -> String { String(format: "%.0f–%.0f", values.min() ?? 0, values.max() ?? 0) }
 
 // MARK: - Setup

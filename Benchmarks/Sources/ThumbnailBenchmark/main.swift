@@ -109,11 +109,6 @@ func milliseconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
 }
 
-func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    return sorted[sorted.count / 2]
-}
-
 // MARK: - Run
 
 let inputs = try prepareInputs()
