@@ -124,7 +124,7 @@ int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
 int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **out);
 /** vips_resize itself (Lanczos-3), whatever the image. */
 int hc_vips_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
-/** How many times the fixed-point reduce ran in this process (for tests). */
+/** How many times the fixed-point reduce ran on the calling thread (for tests). */
 unsigned long hc_fast_reduce_count(void);
 int hc_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out);
 int hc_extract_bands(VipsImage *in, int first, int count, VipsImage **out);

@@ -1,7 +1,13 @@
 /// How ``ImageDecodingOptions/downsampleSize`` shrinks an image while it loads.
 public enum DownsamplingMode: Sendable, Hashable {
-    /// Shrink-on-load, then resample (Lanczos) so the longer side is exactly
+    /// Shrink-on-load, then resample (Lanczos-3) so the longer side is exactly
     /// the target. The default; what `DownsamplingImageProcessor` promises.
+    ///
+    /// A still JPEG (grey or RGB) is decoded by libjpeg at the largest 1/2,
+    /// 1/4 or 1/8 that keeps the longer side at the target or more, a plain
+    /// PNG is box-averaged while it inflates (as in ``loaderOnly``); either is
+    /// then reduced to the target by Halcyon's fixed-point Lanczos-3. Other
+    /// images, CMYK JPEGs and animations go through libvips' `vips_thumbnail`.
     case exact
     /// Only the loader's own shrink, for a caller that resizes again anyway
     /// (imgproxy and thumbor do the same); no resampling follows.

@@ -29,23 +29,7 @@ public enum ImageDecoder {
 
         if let target = options.downsampleSize {
             let pixels = max(1, Int((max(target.width, target.height) * scale).rounded()))
-            let sides = (longer: max(header.width, frameHeight), shorter: min(header.width, frameHeight))
-            if options.downsamplingMode == .loaderOnly, frameCount == 1,
-               let shrunk = try shrunkByLoader(opened, sides: sides, atLeast: pixels, strictness: options.strictness) {
-                return Image(vips: shrunk.image, frameHeight: shrunk.image.height, frameCount: 1, scale: scale, originalFormat: format,
-                             frameDelays: [], loopCount: loop, sourceFingerprint: shrunk.factor == 1 ? DataFingerprint(data) : nil)
-            }
-            let failOn = options.strictness.vipsFailOn
-            let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
-                try VipsImageRef.make("thumbnail") { output in
-                    hc_thumbnail_buffer(buffer.bytes.baseAddress, buffer.count, Int32(pixels), Int32(pixels), allFrames ? 1 : 0, failOn, output)
-                }.srgb8().decodedIntoMemory()
-            }
-            let thumbHeight = frameCount > 1 ? thumbnail.height / frameCount : thumbnail.height
-            let unchanged = thumbnail.width == header.width && thumbHeight == frameHeight
-            return Image(vips: thumbnail, frameHeight: thumbHeight, frameCount: frameCount, scale: scale,
-                         originalFormat: format, frameDelays: delays, loopCount: loop,
-                         sourceFingerprint: unchanged ? DataFingerprint(data) : nil)
+            return try downsampled(opened, to: pixels, options: options, scale: scale, delays: delays)
         }
 
         let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
@@ -60,6 +44,56 @@ public enum ImageDecoder {
         return Image(vips: decoded, frameHeight: decoded.height / frameCount, frameCount: frameCount, scale: scale,
                      originalFormat: format, frameDelays: delays, loopCount: loop,
                      sourceFingerprint: DataFingerprint(data))
+    }
+
+    /// `opened` decoded so its longer side is `pixels` (or as it is when already smaller), by ``DownsamplingMode``.
+    ///
+    /// A still JPEG (grey or RGB) or plain PNG is shrunk by its loader; in the exact mode the fixed-point
+    /// Lanczos reduce then takes it to the target, the work `vips_thumbnail` does with libvips' own
+    /// resampler. Everything else, and animations, go through `vips_thumbnail`.
+    private static func downsampled(
+        _ opened: OpenedImage, to pixels: Int, options: ImageDecodingOptions, scale: CGFloat, delays: [TimeInterval]
+    ) throws(HalcyonError) -> Image {
+        let (data, format, header) = (opened.data, opened.format, opened.header)
+        let (frameHeight, frameCount, loop) = (opened.height, opened.frameCount, header.loopCount)
+        let sides = (longer: max(header.width, frameHeight), shorter: min(header.width, frameHeight))
+        let exact = options.downsamplingMode == .exact
+        if frameCount == 1, !exact || format != .jpeg || header.bands != 4,
+           let shrunk = try shrunkByLoader(opened, sides: sides, atLeast: pixels, strictness: options.strictness) {
+            let sideways = (5...8).contains(opened.orientation)
+            let upright = sideways ? (width: opened.height, height: opened.width) : (width: opened.width, height: opened.height)
+            let image = exact ? try fitted(shrunk.image, upright: upright, longerSide: pixels) : shrunk.image
+            let unchanged = shrunk.factor == 1 && image.width == shrunk.image.width && image.height == shrunk.image.height
+            return Image(vips: image, frameHeight: image.height, frameCount: 1, scale: scale, originalFormat: format,
+                         frameDelays: [], loopCount: loop, sourceFingerprint: unchanged ? DataFingerprint(data) : nil)
+        }
+        let thumbnail = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
+            try VipsImageRef.make("thumbnail") { output in
+                hc_thumbnail_buffer(opened.buffer.bytes.baseAddress, opened.buffer.count, Int32(pixels), Int32(pixels),
+                                    opened.allFrames ? 1 : 0, options.strictness.vipsFailOn, output)
+            }.srgb8().decodedIntoMemory()
+        }
+        let thumbHeight = frameCount > 1 ? thumbnail.height / frameCount : thumbnail.height
+        let unchanged = thumbnail.width == header.width && thumbHeight == frameHeight
+        return Image(vips: thumbnail, frameHeight: thumbHeight, frameCount: frameCount, scale: scale,
+                     originalFormat: format, frameDelays: delays, loopCount: loop,
+                     sourceFingerprint: unchanged ? DataFingerprint(data) : nil)
+    }
+
+    /// `image` (in memory, a loader's shrink of a source `upright` in size) reduced with Lanczos-3 to the
+    /// source's size fitted in a `pixels` box: the longer side `pixels`, the shorter in proportion to the
+    /// source (as `vips_thumbnail` sizes it) and at least one pixel; as it is when the source fits already.
+    private static func fitted(
+        _ image: VipsImageRef, upright: (width: Int, height: Int), longerSide pixels: Int
+    ) throws(HalcyonError) -> VipsImageRef {
+        let longer = max(upright.width, upright.height)
+        guard longer > pixels else { return image }
+        let factor = Double(pixels) / Double(longer)
+        let width = max(1, Int((Double(upright.width) * factor).rounded()))
+        let height = max(1, Int((Double(upright.height) * factor).rounded()))
+        guard width != image.width || height != image.height else { return image }
+        return try image.resized(horizontal: Double(width) / Double(image.width), vertical: Double(height) / Double(image.height))
+            .materialized()
     }
 
     /// Reads only the header of `data`: pixel width, frame height, frame count and format.

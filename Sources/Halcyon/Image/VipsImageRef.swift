@@ -108,7 +108,7 @@ final class VipsImageRef: @unchecked Sendable {
         try apply("reduce") { hc_reduce_memory($0, horizontal, vertical, $1) }
     }
 
-    /// How many times the fixed-point reduce has run in this process.
+    /// How many times the fixed-point reduce has run on the calling thread.
     static var fastReduceCount: Int { Int(hc_fast_reduce_count()) }
 
     func extracted(left: Int, top: Int, width: Int, height: Int) throws(HalcyonError) -> VipsImageRef {
