@@ -16,4 +16,10 @@ struct HalcyonCommand: AsyncParsableCommand {
         version: HalcyonVersion.string,
         subcommands: [FetchCommand.self, PrefetchCommand.self, ProcessCommand.self, InfoCommand.self, CacheCommand.self, ServeCommand.self, VersionCommand.self]
     )
+
+    /// Starts libvips without the modules the tool never uses, then runs the command line.
+    static func main() async {
+        VipsRuntime.startWithoutUnusedModules()
+        await main(nil)
+    }
 }

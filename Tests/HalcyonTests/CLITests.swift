@@ -14,14 +14,16 @@ struct CLIRun {
         builtExecutableURL(named: "halcyon")
     }
 
-    static func run(_ arguments: [String], cacheHome: URL, workingDirectory: URL? = nil, stdin: Data? = nil) async throws -> CLIRun {
+    static func run(
+        _ arguments: [String], cacheHome: URL, workingDirectory: URL? = nil, stdin: Data? = nil, unsetting: Set<String> = []
+    ) async throws -> CLIRun {
         let binary = try #require(executable(), "the halcyon executable is not built")
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_CACHE_HOME"] = cacheHome.path
-        process.environment = environment
+        process.environment = environment.filter { !unsetting.contains($0.key) }
         if let workingDirectory { process.currentDirectoryURL = workingDirectory }
         let out = Pipe()
         let err = Pipe()

@@ -124,6 +124,9 @@ int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
 int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **out);
 /** vips_resize itself (Lanczos-3), whatever the image. */
 int hc_vips_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
+/** Loads libvips' module `name` (e.g. "vips-heif") from the vips-modules folder beside the loaded
+ * libvips, for a process that started libvips without its modules. 0, or -1 with libvips' error set. */
+int hc_load_module(const char *name);
 /** How many times the fixed-point reduce ran on the calling thread (for tests). */
 unsigned long hc_fast_reduce_count(void);
 int hc_extract_area(VipsImage *in, int left, int top, int width, int height, VipsImage **out);

@@ -12,7 +12,7 @@ import Logging
 /// libvips' own log lines (GLib's "VIPS" domain: `VIPS-WARNING **: read gave
 /// 2 warnings`, libtiff and libpng warnings) never reach stderr: the shim's
 /// GLib handler hands them to ``logger`` at debug level.
-enum VipsRuntime {
+package enum VipsRuntime {
     /// What ``takeErrorMessage()`` returns when libvips' error buffer is empty.
     static let noReason = "libvips reported no reason"
 
@@ -32,6 +32,36 @@ enum VipsRuntime {
         if hc_init() != 0 {
             throw .processorError(reason: .engineUnavailable(message: takeErrorMessage()))
         }
+        _ = usedModulesLoaded
+    }
+
+    // MARK: - Modules
+
+    /// libvips' loadable modules Halcyon decodes or encodes with, by an operation each registers:
+    /// HEIF (AVIF and HEIC). The others (ImageMagick, PDF, OpenSlide: blocked as untrusted; JPEG XL:
+    /// a format Halcyon does not take) are never used.
+    static let usedModules = [(module: "vips-heif", operation: "heifload_buffer")]
+
+    /// Loads, once, each of ``usedModules`` libvips did not load at start-up (see ``startWithoutUnusedModules()``).
+    private static let usedModulesLoaded: Void = {
+        for (module, operation) in usedModules where hc_has_operation(operation) != 1 {
+            if hc_load_module(module) != 0 {
+                logger.debug("libvips module not loaded: \(takeErrorMessage())")
+            }
+        }
+    }()
+
+    /// Makes libvips start without its loadable modules; Halcyon then loads the ones it uses itself.
+    ///
+    /// libvips loads every module in its `vips-modules` folder when it starts (ImageMagick and
+    /// poppler with their libraries): about 35 ms of CPU, most of a short command's time, and
+    /// memory in a server, for loaders Halcyon blocks or never calls. This points `VIPSHOME` at a
+    /// folder that does not exist, so libvips finds no modules (a `VIPSHOME` already set is left
+    /// alone). Call it first thing in an executable's `main`, before libvips starts and before any
+    /// other thread runs: it sets an environment variable.
+    package static func startWithoutUnusedModules() {
+        guard getenv("VIPSHOME") == nil else { return }
+        setenv("VIPSHOME", "/nonexistent/halcyon-loads-its-vips-modules", 0)
     }
 
     /// Reads and clears libvips' error buffer; call right after the failing call.

@@ -15,13 +15,15 @@ struct ServeProcess {
     let log: URL
 
     /// Starts `halcyon` with `arguments` (and `environment` over this process's) and waits up to 15 s for its port.
-    static func start(_ arguments: [String], in folder: URL, environment: [String: String] = [:]) async throws -> ServeProcess {
+    static func start(
+        _ arguments: [String], in folder: URL, environment: [String: String] = [:], unsetting: Set<String> = []
+    ) async throws -> ServeProcess {
         guard let binary = CLIRun.executable() else { throw Missing() }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { !unsetting.contains($0.key) }
         let log = folder.appendingPathComponent("serve.log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
