@@ -76,7 +76,11 @@ struct PipelineStageTests {
                 group.addTask {
                     await queue.run {
                         running.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now) }
-                        usleep(10_000)
+                        // Stay until a second job runs beside this one (or 1 s passes): on a busy machine the
+                        // next job may reach the queue only after a short one has already left.
+                        let waitUntil = ContinuousClock.now + .seconds(1)
+                        while running.withLock({ $0.now }) < 2, ContinuousClock.now < waitUntil { usleep(1000) }
+                        usleep(5000)
                         running.withLock { $0.now -= 1 }
                     }
                 }
