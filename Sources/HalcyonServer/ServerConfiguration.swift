@@ -117,7 +117,7 @@ public struct ServerConfiguration: Sendable, Codable, Equatable {
     public var keepCopyright = true
     /// Drop the ICC profile (pixels are already sRGB) unless `scp:0`. Default true.
     public var stripColorProfile = true
-    /// Encoder quality when the URL gives none; nil: the format's (JPEG 80, WebP 75, AVIF 65).
+    /// Encoder quality when the URL gives none; nil: the library's defaults (JPEG 85, WebP 80, AVIF 60).
     public var defaultQuality: Int?
 
     /// Makes the defaults.

@@ -61,7 +61,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Accept only preset names as the options of a URL.") var onlyPresets = false
     @Option(help: "Frames of an animated source that are processed (default 1: the first frame, as imgproxy).") var maxAnimationFrames: Int?
     @Flag(help: "Keep metadata unless a URL says sm:1 (default: strip all but copyright, as imgproxy).") var keepMetadata = false
-    @Option(help: "Encoder quality when a URL gives none (default: JPEG 80, WebP 75, AVIF 65).") var quality: Int?
+    @Option(help: "Encoder quality when a URL gives none (default: JPEG 85, WebP 80, AVIF 60).") var quality: Int?
     @Flag(help: "Print the effective configuration and exit.") var printConfig = false
 
     func run() async throws {
