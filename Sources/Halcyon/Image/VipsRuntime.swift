@@ -46,7 +46,9 @@ package enum VipsRuntime {
     private static let usedModulesLoaded: Void = {
         for (module, operation) in usedModules where hc_has_operation(operation) != 1 {
             if hc_load_module(module) != 0 {
-                logger.debug("libvips module not loaded: \(takeErrorMessage())")
+                // Read now: the log message is built only at debug level, and the buffer must be cleared anyway.
+                let reason = takeErrorMessage()
+                logger.debug("libvips module not loaded: \(reason)")
             }
         }
     }()
