@@ -110,7 +110,7 @@ struct ThumbnailStep: Sendable {
         var decoding = options.decodingOptions
         let header = try ImageDecoder.open(data, options: decoding)
         try admission?.admit(header, source: data)
-        let sideways = autoRotate && (5...8).contains(header.orientation)
+        let sideways = autoRotate && header.isSideways
         let upright = sideways ? (header.height, header.width) : (header.width, header.height)
         let scale = plan(sourceWidth: upright.0, sourceHeight: upright.1).scale
         if scale < 1 && trim == nil {

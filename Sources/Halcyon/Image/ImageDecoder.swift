@@ -60,8 +60,7 @@ public enum ImageDecoder {
         let exact = options.downsamplingMode == .exact
         if frameCount == 1, !exact || format != .jpeg || header.bands != 4,
            let shrunk = try shrunkByLoader(opened, sides: sides, atLeast: pixels, strictness: options.strictness) {
-            let sideways = (5...8).contains(opened.orientation)
-            let upright = sideways ? (width: opened.height, height: opened.width) : (width: opened.width, height: opened.height)
+            let upright = opened.isSideways ? (width: opened.height, height: opened.width) : (width: opened.width, height: opened.height)
             let image = exact ? try fitted(shrunk.image, upright: upright, longerSide: pixels) : shrunk.image
             let unchanged = shrunk.factor == 1 && image.width == shrunk.image.width && image.height == shrunk.image.height
             return Image(vips: image, frameHeight: image.height, frameCount: 1, scale: scale, originalFormat: format,
@@ -133,6 +132,9 @@ public enum ImageDecoder {
             let value = withExtendedLifetime(header) { header.orientation }
             return (1...8).contains(value) ? value : 1
         }
+
+        /// Whether making the image upright swaps its width and height (EXIF orientations 5 to 8).
+        package var isSideways: Bool { (5...8).contains(orientation) }
     }
 
     /// Opens `data`: sniffs the format, reads the header and checks the pixel and frame limits of `options`.
