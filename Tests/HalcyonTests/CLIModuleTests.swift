@@ -24,12 +24,10 @@ struct CLIModuleTests {
     func serveLoadsHEIFOnly() async throws {
         let scratch = CLIScratch()
         defer { scratch.remove() }
-        try FileManager.default.createDirectory(at: scratch.root, withIntermediateDirectories: true)
-        try TestImages.encodedGradient(.png(), width: 40, height: 20).write(to: scratch.root.appendingPathComponent("a.png"))
-        try TestImages.encodedGradient(.avif(quality: 80), width: 40, height: 20).write(to: scratch.root.appendingPathComponent("b.avif"))
-        let serve = try await ServeProcess.start(
-            ["serve", "--insecure", "--host", "127.0.0.1", "--port", "0", "--local-root", scratch.root.path, "--cache-dir", scratch.cache.path],
-            in: scratch.root, unsetting: Self.inherited)
+        let serve = try await scratch.serve([
+            "a.png": TestImages.encodedGradient(.png(), width: 40, height: 20),
+            "b.avif": TestImages.encodedGradient(.avif(quality: 80), width: 40, height: 20),
+        ], unsetting: Self.inherited)
         defer { serve.terminateIfRunning() }
         let base = "http://127.0.0.1:\(serve.port)/insecure/rs:fit:20:20/plain/local://"
         let avif = try await httpGet(base + "/a.png@avif")

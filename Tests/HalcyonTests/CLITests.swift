@@ -58,6 +58,16 @@ struct CLIScratch {
     var cache: URL { root.appendingPathComponent("cache") }
     var output: URL { root.appendingPathComponent("out") }
     func remove() { try? FileManager.default.removeItem(at: root) }
+
+    /// Writes `files` into the folder, then starts `halcyon serve --insecure` on a free loopback port with the
+    /// folder as its local root and `cache` as its cache; `unsetting` leaves variables out of its environment.
+    func serve(_ files: [String: Data], unsetting: Set<String> = []) async throws -> ServeProcess {
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        for (name, bytes) in files { try bytes.write(to: root.appendingPathComponent(name)) }
+        return try await ServeProcess.start(
+            ["serve", "--insecure", "--host", "127.0.0.1", "--port", "0", "--local-root", root.path, "--cache-dir", cache.path],
+            in: root, unsetting: unsetting)
+    }
 }
 
 @Suite("halcyon command-line tool")
@@ -249,11 +259,7 @@ struct CLIServeTests {
     func startAndStop() async throws {
         let scratch = CLIScratch()
         defer { scratch.remove() }
-        try FileManager.default.createDirectory(at: scratch.root, withIntermediateDirectories: true)
-        try TestImages.encodedGradient(.png(), width: 40, height: 20).write(to: scratch.root.appendingPathComponent("a.png"))
-        let serve = try await ServeProcess.start(
-            ["serve", "--insecure", "--host", "127.0.0.1", "--port", "0", "--local-root", scratch.root.path, "--cache-dir", scratch.cache.path],
-            in: scratch.root)
+        let serve = try await scratch.serve(["a.png": TestImages.encodedGradient(.png(), width: 40, height: 20)])
         defer { serve.terminateIfRunning() }
         let bound = serve.port
         #expect(serve.logText.contains("listening on 127.0.0.1:\(bound)"), "\(serve.logText)")

@@ -112,13 +112,8 @@ struct DegenerateShapeTests {
     func server() async throws {
         let scratch = CLIScratch()
         defer { scratch.remove() }
-        let root = scratch.root.appendingPathComponent("sources")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let sources = try Self.sources()
-        for source in sources { try source.data.write(to: root.appendingPathComponent(source.name)) }
-        let serve = try await ServeProcess.start(
-            ["serve", "--insecure", "--host", "127.0.0.1", "--port", "0", "--local-root", root.path, "--cache-dir", scratch.cache.path],
-            in: scratch.root)
+        let serve = try await scratch.serve(Dictionary(sources.map { ($0.name, $0.data) }) { first, _ in first })
         defer { serve.terminateIfRunning() }
         let paths = sources.flatMap { source in Self.optionSets.map { "/insecure/\($0)/plain/local:///\(source.name)" } }
         let failures = await Self.fetchAll(paths, port: serve.port, width: 4)
