@@ -6,9 +6,9 @@ import Synchronization
 /// connection by a ``ConnectionWatchHandler``: a cap on open connections
 /// (imgproxy's `MAX_CLIENTS`), a deadline for each request's head (against
 /// slowloris clients that trickle header bytes, and idle keep-alive
-/// connections), and a watch for clients that hang up (Hummingbird keeps
+/// connections), and the signals of clients that hang up (Hummingbird keeps
 /// half-closed connections open, so a request learns of a gone client only
-/// through ``clientHungUp(_:)``).
+/// through ``hangUps``).
 ///
 /// A client that stops reading is bounded too: a connection whose pending
 /// output (an answer not yet written out, or more than the channel's write
@@ -53,7 +53,8 @@ public final class ConnectionLimits: Sendable {
         var noDisplacementBefore = NIODeadline.uptimeNanoseconds(0)
     }
     private let state = Locked(State())
-    private let hungUp = Locked<Set<ObjectIdentifier>>([])
+    /// Where the connections' handlers report clients that hang up, and requests register to hear of it.
+    let hangUps = HangUpSignals()
     let metrics: ServerMetrics?
 
     /// Makes the limits: at most `maxConnections` (at least 1) open, a request head due `headerTimeout` after a
@@ -83,15 +84,6 @@ public final class ConnectionLimits: Sendable {
     /// The handlers for one new connection.
     func handlers() -> [any RemovableChannelHandler] {
         [ConnectionWatchHandler(limits: self)]
-    }
-
-    /// Whether the client of `channel` has closed its side or the connection is gone.
-    public func clientHungUp(_ channel: any Channel) -> Bool {
-        !channel.isActive || hungUp.withLock { $0.contains(ObjectIdentifier(channel)) }
-    }
-
-    func markHungUp(_ channel: any Channel, _ value: Bool) {
-        _ = hungUp.withLock { set in value ? set.insert(ObjectIdentifier(channel)).inserted : set.remove(ObjectIdentifier(channel)) != nil }
     }
 
     /// Counts `channel` in, waiting for its first request head; nil (not counted) when the cap is reached and no

@@ -54,6 +54,7 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     init(limits: ConnectionLimits) { self.limits = limits }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        limits.hangUps.watch(context.channel)
         slot = limits.enter(context.channel)
         if slot == nil {
             context.close(promise: nil)
@@ -84,7 +85,6 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
             self.slot = nil
             limits.leave(slot)
         }
-        limits.markHungUp(context.channel, false)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -100,8 +100,13 @@ final class ConnectionWatchHandler: ChannelDuplexHandler, RemovableChannelHandle
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case ChannelEvent.inputClosed = event { limits.markHungUp(context.channel, true) }
+        if case ChannelEvent.inputClosed = event { limits.hangUps.hungUp(context.channel) }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        limits.hangUps.hungUp(context.channel)
+        context.fireChannelInactive()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
