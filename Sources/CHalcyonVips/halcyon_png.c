@@ -1,25 +1,27 @@
 /*
  * A PNG loader for the common photographic case that shrinks while it
  * inflates: 8-bit greyscale or RGB, not interlaced, no transparency, colour
- * profile or EXIF. ISA-L's inflate (about twice zlib's speed on these
- * streams) fills a band of at most 32 rows at a time; each row is unfiltered
- * against the one above and summed into a box of `shrink` × `shrink` source
- * pixels, and each finished row of boxes is written out as their rounded
- * mean. Memory beyond the result is the band (at most 4 MiB unless one row is
- * larger), one row and, when shrinking, a row of 32-bit column sums. Boxes on the right and bottom edges hold fewer
- * pixels when the size is not a multiple of `shrink`: the result is
- * ceil(width / shrink) × ceil(height / shrink).
+ * profile or EXIF. ISA-L's inflate (about twice zlib's speed on these streams)
+ * fills a band of at most 32 rows at a time; each row is unfiltered against
+ * the one above and summed into a box of `shrink` × `shrink` source pixels,
+ * and each finished row of boxes is written out as their rounded mean. Memory
+ * beyond the result is the band (at most 4 MiB unless one row is larger), one
+ * row and, when shrinking, a row of 32-bit column sums. Boxes on the right and
+ * bottom edges hold fewer pixels when the size is not a multiple of `shrink`:
+ * the result is ceil(width / shrink) × ceil(height / shrink).
  *
  * The loader is strict: the CRC of every chunk up to the end of the image
  * data, the zlib header and the stream's Adler-32 are checked, every block
  * header and symbol is first walked by the rules of zlib's inflate (which
  * libpng uses; ISA-L takes some streams zlib refuses, such as an incomplete
- * Huffman code: halcyon_png_check.c), and anything
- * outside the set above, or damaged in any way, is left to libvips' loader
- * (return 1) so that it reports the problem, or tolerates it, by the caller's
- * fail-on level. Like libvips, it reads no chunk after the image data. The
- * resolution is libvips' too: the first pHYs chunk, or 72 dpi without one.
- * The current RenderCancellation flag is looked at before each band.
+ * Huffman code: halcyon_png_check.c), and anything outside the set above, or
+ * damaged in any way, is left to libvips' loader (return 1: Swift then runs
+ * libvips' loader) so that it reports the problem, or tolerates it, by the
+ * caller's fail-on level. hc_png_load_shrunk_takes answers from the header
+ * alone, for Swift's choice of loader (ImageEngines). Like libvips, it reads
+ * no chunk after the image data. The resolution is libvips' too: the first
+ * pHYs chunk, or 72 dpi without one. The current RenderCancellation flag is
+ * looked at before each band.
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
@@ -48,11 +50,12 @@ static uint32_t hc_be32(const unsigned char *p) {
 
 /* MARK: - Chunks */
 
-/* The file and the offset of the next chunk in it. */
+/* The file, the offset of the next chunk in it, and whether chunks' CRCs are checked. */
 typedef struct {
     const unsigned char *data;
     size_t length;
     size_t next;
+    int check_crc;
 } hc_png_reader;
 
 /* One chunk: its type as a big-endian number, and its body inside the file. */
@@ -62,7 +65,7 @@ typedef struct {
     const unsigned char *body;
 } hc_png_chunk;
 
-/* The chunk at reader->next, moving past it; -1 when it runs past the buffer or its CRC is wrong. */
+/* The chunk at reader->next, moving past it; -1 when it runs past the buffer or (when checked) its CRC is wrong. */
 static int hc_png_next_chunk(hc_png_reader *reader, hc_png_chunk *chunk) {
     if (reader->length - reader->next < 12) {
         return -1;
@@ -72,7 +75,7 @@ static int hc_png_next_chunk(hc_png_reader *reader, hc_png_chunk *chunk) {
     if (length > 0x7fffffffu || length > reader->length - reader->next - 12) {
         return -1;
     }
-    if (crc32_gzip_refl(0, p + 4, (uint64_t)length + 4) != hc_be32(p + 8 + length)) {
+    if (reader->check_crc && crc32_gzip_refl(0, p + 4, (uint64_t)length + 4) != hc_be32(p + 8 + length)) {
         return -1;
     }
     chunk->type = hc_be32(p + 4);
@@ -445,9 +448,16 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
     return 0;
 }
 
+int hc_png_load_shrunk_takes(const void *buffer, size_t length, int shrink) {
+    hc_png_reader reader = {buffer, length, 0, 0};
+    hc_png_header header;
+    hc_png_chunk idat;
+    return shrink >= 1 && shrink <= HC_PNG_MAX_SHRINK && hc_png_read_header(&reader, &header, &idat) == 0;
+}
+
 int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out) {
     *out = NULL;
-    hc_png_reader reader = {buffer, length, 0};
+    hc_png_reader reader = {buffer, length, 0, 1};
     hc_png_header header;
     hc_png_chunk idat;
     if (shrink < 1 || shrink > HC_PNG_MAX_SHRINK || hc_png_read_header(&reader, &header, &idat) != 0) {

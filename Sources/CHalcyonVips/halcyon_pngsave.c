@@ -1,17 +1,19 @@
 /*
- * PNG encoding with libdeflate for the common case: an 8-bit sRGB or
- * greyscale image of 1 to 4 bands, at most 16 MiB of pixels, carrying none of
- * the metadata libvips' saver would write besides the resolution (no ICC
- * profile, EXIF, XMP or comments), not interlaced. Rows take the sub filter, as
- * hc_pngsave asks of libpng, and the filtered image is compressed in one call:
- * on photographic 512 px results, libdeflate's level 4 takes about half the
- * time of zlib's level 4 behind libpng and writes about 3% fewer bytes.
- * The file holds IHDR, pHYs (from the image's resolution, as libvips writes
- * it), one IDAT and IEND; the stream is compressed straight into the file, so
- * the peak is the rendered pixels, then the filtered rows and the file. Any
- * other image, or a level outside zlib's 0-9, is left to libvips (return 1)
- * before anything is rendered. The pixels are rendered through the
- * cancellation guard, and the flag is looked at again before compressing.
+ * PNG encoding with libdeflate for the common case: an 8-bit sRGB or greyscale
+ * image of 1 to 4 bands, at most 16 MiB of pixels, carrying none of the
+ * metadata libvips' saver would write besides the resolution (no ICC profile,
+ * EXIF, XMP or comments), not interlaced: what hc_pngsave_takes says, which
+ * Swift asks before choosing this encoder or libvips' (ImageEngines). Rows
+ * take the sub filter, as hc_pngsave_libpng asks of libpng, and the filtered
+ * image is compressed in one call: on photographic 512 px results,
+ * libdeflate's level 4 takes about half the time of zlib's level 4 behind
+ * libpng and writes about 3% fewer bytes. The file holds IHDR, pHYs (from the
+ * image's resolution, as libvips writes it), one IDAT and IEND; the stream is
+ * compressed straight into the file, so the peak is the rendered pixels, then
+ * the filtered rows and the file. Any other image, or a level outside zlib's
+ * 0-9, is refused with an error before anything is rendered. The pixels are
+ * rendered through the cancellation guard, and the flag is looked at again
+ * before compressing.
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
@@ -42,7 +44,10 @@ static int hc_pngsave_has_metadata(VipsImage *in) {
     return found;
 }
 
-static int hc_pngsave_takes(VipsImage *in) {
+int hc_pngsave_takes(VipsImage *in, int level) {
+    if (level < 0 || level > 9) {
+        return 0;
+    }
     int bands = vips_image_get_bands(in);
     VipsInterpretation interpretation = vips_image_get_interpretation(in);
     if (vips_image_get_format(in) != VIPS_FORMAT_UCHAR || in->Coding != VIPS_CODING_NONE || bands < 1 || bands > 4) {
@@ -140,12 +145,12 @@ static unsigned char *hc_pngsave_compress(VipsImage *in, const unsigned char *fi
     return file;
 }
 
-/* Encodes `in`: 0 and a buffer for hc_free; 1, before any rendering, when the image or level is not one this
- * encoder takes, for libvips' saver; -1 when cancelled, when rendering the pixels failed or when memory ran
- * out (libvips' error set). */
+/* Encodes `in`: 0 and a buffer for hc_free; -1 with libvips' error set, before any rendering, when the image or level
+ * is not one this encoder takes, and when cancelled, when rendering the pixels failed or when memory ran out. */
 int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length) {
-    if (level < 0 || level > 9 || !hc_pngsave_takes(in)) {
-        return 1;
+    if (!hc_pngsave_takes(in, level)) {
+        vips_error("halcyon", "%s", "the libdeflate PNG encoder takes plain 8-bit images of at most 16 MiB, levels 0-9");
+        return -1;
     }
     size_t size = 0;
     unsigned char *pixels = hc_write_to_memory(in, &size);

@@ -1,17 +1,18 @@
 /*
- * A Lanczos-3 reduce for 8-bit images held in memory, used by hc_resize for
- * factors down to 1/4: the same output size as vips_resize, pixels within
- * 8-bit rounding of an exact Lanczos-3 (where rounding makes the size ratio 4
- * or more, vips_resize's reduce halves first and this one widens its kernel
- * instead), at a fraction of the cost of libvips 8.14's scalar reducev and
- * reduceh loops. Fixed point (14-bit weights), one output row at a time: the
- * vertical pass sums its input rows along the row (this loop vectorizes; on
- * x86-64 an AVX2 build of it is taken when the CPU has AVX2) into one line of
- * scratch, and the horizontal pass, built for the band count, reduces that
- * line into the output. Each band is reduced on its own, as vips_resize does.
- * Beyond the output image it holds one input row of scratch and the weights.
- * The work runs on the calling thread and looks at the current
- * RenderCancellation flag every 16 output rows.
+ * A Lanczos-3 reduce for 8-bit images held in memory, reduced by factors down
+ * to 1/4 (Swift picks it over vips_resize where hc_reduce_supports says so):
+ * the same output size as vips_resize, pixels within 8-bit rounding of an
+ * exact Lanczos-3 (where rounding makes the size ratio 4 or more,
+ * vips_resize's reduce halves first and this one widens its kernel instead),
+ * at a fraction of the cost of libvips 8.14's scalar reducev and reduceh
+ * loops. Fixed point (14-bit weights), one output row at a time: the vertical
+ * pass sums its input rows along the row (this loop vectorizes; on x86-64 an
+ * AVX2 build of it is taken when the CPU has AVX2) into one line of scratch,
+ * and the horizontal pass, built for the band count, reduces that line into
+ * the output. Each band is reduced on its own, as vips_resize does. Beyond the
+ * output image it holds one input row of scratch and the weights. The work
+ * runs on the calling thread and looks at the current RenderCancellation flag
+ * every 16 output rows.
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
@@ -219,8 +220,9 @@ static int hc_reduce_run(const hc_reduce_job *job, int out_h) {
     return 0;
 }
 
-/* Whether `in` can take the fast path: 8-bit, 1-4 bands, pixels already in memory, factors in (1/4, 1], one below 1. */
-static int hc_reduce_supports(VipsImage *in, double hscale, double vscale) {
+/* Whether the fixed-point reduce takes `in`: 8-bit, 1-4 bands, pixels already in memory, factors in (1/4, 1], one
+ * below 1. Swift asks this before choosing the engine (ImageEngines). */
+int hc_reduce_supports(VipsImage *in, double hscale, double vscale) {
     return in->BandFmt == VIPS_FORMAT_UCHAR && in->Coding == VIPS_CODING_NONE && in->Bands >= 1 && in->Bands <= 4 &&
            (in->dtype == VIPS_IMAGE_SETBUF || in->dtype == VIPS_IMAGE_SETBUF_FOREIGN) && in->data != NULL &&
            hscale > 0.25 && hscale <= 1.0 && vscale > 0.25 && vscale <= 1.0 && (hscale < 1.0 || vscale < 1.0);
@@ -289,11 +291,4 @@ int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **ou
 
 int hc_vips_resize(VipsImage *in, double hscale, double vscale, VipsImage **out) {
     return vips_resize(in, out, hscale, "vscale", vscale, NULL);
-}
-
-int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out) {
-    if (getenv("HALCYON_VIPS_REDUCE") == NULL && hc_reduce_supports(in, hscale, vscale)) {
-        return hc_reduce_supported(in, hscale, vscale, out);
-    }
-    return hc_vips_resize(in, hscale, vscale, out);
 }

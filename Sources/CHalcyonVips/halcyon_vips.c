@@ -15,6 +15,8 @@
 
 static pthread_once_t hc_once = PTHREAD_ONCE_INIT;
 static int hc_init_result = -1;
+/* The first hc_init call's argument (-1 before it), for hc_init_once: pthread_once passes none. */
+static int hc_init_vector_paths = -1;
 
 /* Where libvips' log messages go: set once by Swift (hc_set_log_sink), read by
  * any thread that logs, hence the atomics. NULL drops the messages. */
@@ -51,17 +53,19 @@ static void hc_init_once(void) {
     vips_cache_set_max(0);
     /* orc's code generation is not safe across threads in the orc 0.4.33 that
      * libvips 8.14 uses: concurrent pipelines crashed in orc_code_allocate_codemem.
-     * Vector paths off, before any libvips thread exists (HALCYON_VIPS_VECTOR=1
-     * turns them back on, for benchmarks only). */
-    const char *vector = getenv("HALCYON_VIPS_VECTOR");
-    vips_vector_set_enabled(vector != NULL && strcmp(vector, "1") == 0);
+     * Vector paths off, before any libvips thread exists, unless the caller asks
+     * for them (Swift's VipsRuntime: HALCYON_VIPS_VECTOR=1, for benchmarks only). */
+    vips_vector_set_enabled(__atomic_load_n(&hc_init_vector_paths, __ATOMIC_ACQUIRE) == 1 ? TRUE : FALSE);
     /* Input comes from the network: refuse loaders libvips marks untrusted
      * (ImageMagick, librsvg, OpenSlide, ...). */
     vips_block_untrusted_set(TRUE);
     hc_init_result = 0;
 }
 
-int hc_init(void) {
+int hc_init(int vector_paths) {
+    int unset = -1;
+    __atomic_compare_exchange_n(&hc_init_vector_paths, &unset, vector_paths == 1 ? 1 : 0, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
     pthread_once(&hc_once, hc_init_once);
     return hc_init_result;
 }
@@ -516,17 +520,6 @@ int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t
     int result = vips_jpegsave_buffer(guarded, buffer, length, "Q", quality, "interlace", interlace, NULL);
     g_object_unref(guarded);
     return result;
-}
-
-int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, size_t *length) {
-    if (!interlace) {
-        /* libdeflate for plain 8-bit images (halcyon_pngsave.c); libpng for the rest. */
-        int fast = hc_png_save_fast(in, compression, buffer, length);
-        if (fast <= 0) {
-            return fast;
-        }
-    }
-    return hc_pngsave_libpng(in, compression, interlace, buffer, length);
 }
 
 int hc_pngsave_libpng(VipsImage *in, int compression, int interlace, void **buffer, size_t *length) {

@@ -25,8 +25,9 @@ typedef void (*hc_log_sink)(int level, const char *message);
  *  installs the GLib handler, so no libvips warning reaches stderr raw; set the sink
  *  before hc_init to see the messages of libvips' start-up too. */
 void hc_set_log_sink(hc_log_sink sink);
-/** Starts libvips once for the process; later calls return the first result. */
-int hc_init(void);
+/** Starts libvips once for the process; later calls return the first result and ignore their argument.
+ *  vector_paths = 1 leaves libvips' orc vector code on (benchmarks only: orc 0.4.33 is not thread-safe). */
+int hc_init(int vector_paths);
 /** Copies and clears libvips' error buffer; free the result with hc_free. */
 char *hc_error_copy(void);
 void hc_unref(VipsImage *image);
@@ -66,11 +67,16 @@ int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, in
                                VipsImage **out);
 /** Thumbnail of an image already in memory, to fit width x height (never upsizes). */
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
-/** Decodes an 8-bit greyscale or RGB PNG that is not interlaced and has no transparency, colour profile or
- *  EXIF, box-shrunk by `shrink` (1...1024) while it inflates (halcyon_png.c): 0 and a new image in memory,
- *  ceil(width / shrink) x ceil(height / shrink); 1 for any other or damaged PNG, which is left to libvips'
- *  loader (no error set); -1 with libvips' error set when the current RenderCancellation flag is raised
- *  ("cancelled") or libvips could not take the result. */
+/* The shrinking PNG loader (halcyon_png.c); Swift chooses it or libvips' loader (ImageEngines). */
+/** 1 when the shrinking loader takes the PNG in `buffer` by its header, with this shrink (1...1024): 8-bit greyscale or
+ *  RGB, not interlaced, no transparency, colour profile, EXIF, text or unknown chunk before the image data; else 0.
+ *  Only the chunks before the image data are read and their CRCs are not checked: damage is for the loader to find. */
+int hc_png_load_shrunk_takes(const void *buffer, size_t length, int shrink);
+/** Decodes a PNG hc_png_load_shrunk_takes took, box-shrunk by `shrink` while it inflates: 0 and a new image in memory,
+ *  ceil(width / shrink) x ceil(height / shrink); 1 for a PNG outside that set or damaged (a wrong CRC, a stream zlib
+ *  would refuse), with no error set: the caller decodes it with libvips' loader, which reports or tolerates the damage
+ *  by its fail-on level; -1 with libvips' error set when the current RenderCancellation flag is raised ("cancelled")
+ *  or libvips could not take the result. */
 int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out);
 /** How many PNGs hc_png_load_shrunk decoded on the calling thread (for tests). */
 unsigned long hc_png_fast_count(void);
@@ -114,13 +120,13 @@ int hc_with_animation(VipsImage *in, int page_height, const int *delays, int n,
 
 int hc_autorot(VipsImage *in, VipsImage **out);
 int hc_to_srgb8(VipsImage *in, VipsImage **out);
-/** vips_resize with Lanczos-3; 8-bit images of 1-4 bands already in memory, reduced by factors in
- *  (1/4, 1], take Halcyon's fixed-point reduce (halcyon_reduce.c) on the calling thread instead:
- *  the same size, pixels within 8-bit rounding of an exact Lanczos-3. HALCYON_VIPS_REDUCE set in
- *  the environment turns that path off (for before/after benchmarks). */
-int hc_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
-/** Halcyon's reduce of an 8-bit in-memory image (see hc_resize), whatever the environment says; fails
- *  for any other image or factor, and with "cancelled" when the current RenderCancellation flag is raised. */
+/* Resizing has two engines; Swift chooses (ImageEngines), C never does. */
+/** 1 when Halcyon's fixed-point Lanczos-3 reduce (halcyon_reduce.c) takes `in` with these factors: 8-bit, 1-4 bands,
+ *  pixels already in memory, both factors in (1/4, 1] and one below 1; else 0. */
+int hc_reduce_supports(VipsImage *in, double hscale, double vscale);
+/** Halcyon's fixed-point reduce on the calling thread: the same size as vips_resize, pixels within 8-bit rounding of
+ *  an exact Lanczos-3. Fails for what hc_reduce_supports refuses, and with "cancelled" when the current
+ *  RenderCancellation flag is raised. */
 int hc_reduce_memory(VipsImage *in, double hscale, double vscale, VipsImage **out);
 /** vips_resize itself (Lanczos-3), whatever the image. */
 int hc_vips_resize(VipsImage *in, double hscale, double vscale, VipsImage **out);
@@ -180,15 +186,15 @@ int hc_smartcrop(VipsImage *in, int width, int height, VipsImage **out);
 /* MARK: - Saving */
 
 int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t *length);
-/** PNG at zlib level `compression` with the sub row filter. Plain 8-bit images (see hc_png_save_fast) are
- *  compressed by libdeflate at that level, the rest (and interlaced output) by libpng. */
-int hc_pngsave(VipsImage *in, int compression, int interlace, void **buffer, size_t *length);
+/* PNG has two encoders; Swift chooses (ImageEngines), C never does. */
 /** libvips' PNG saver (libpng) at zlib level `compression` with the sub row filter, whatever the image. */
 int hc_pngsave_libpng(VipsImage *in, int compression, int interlace, void **buffer, size_t *length);
-/** libdeflate's PNG encoding (halcyon_pngsave.c) of an 8-bit sRGB or grey image of 1-4 bands, at most
- *  16 MiB of pixels, with no ICC profile, EXIF, XMP or comments, at zlib level `level` (0-9): 0 and a
- *  buffer for hc_free; 1 for any other image or level, before rendering it (no error set); -1 when
- *  cancelled, when rendering failed or when memory ran out (libvips' error set). */
+/** 1 when hc_png_save_fast takes `in` at zlib level `level`: an 8-bit sRGB or grey image of 1-4 bands, at most 16 MiB of
+ *  pixels, with no ICC profile, EXIF, XMP, IPTC or comments, and a level of 0-9; else 0. Nothing is rendered. */
+int hc_pngsave_takes(VipsImage *in, int level);
+/** libdeflate's PNG encoding (halcyon_pngsave.c), not interlaced, with the sub row filter, of an image
+ *  hc_pngsave_takes took: 0 and a buffer for hc_free; -1 with libvips' error set for any other image or level (before
+ *  rendering it), when cancelled, when rendering failed or when memory ran out. */
 int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length);
 /** How many images hc_png_save_fast encoded on the calling thread (for tests). */
 unsigned long hc_png_save_count(void);

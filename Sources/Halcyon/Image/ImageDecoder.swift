@@ -19,6 +19,12 @@ public enum ImageDecoder {
     /// `options` should carry the limits it was opened with; its downsample
     /// size and mode choose the decode. Runs on the caller's thread.
     public static func decode(_ opened: OpenedImage, options: ImageDecodingOptions = ImageDecodingOptions()) throws(HalcyonError) -> Image {
+        try decode(opened, options: options, engines: .current)
+    }
+
+    /// Decodes an opened image as the public `decode(_:options:)` does, with the PNG loader and the reduce `engines`
+    /// picks (``ImageEngines``); the public one passes ``ImageEngines/current``.
+    static func decode(_ opened: OpenedImage, options: ImageDecodingOptions, engines: ImageEngines) throws(HalcyonError) -> Image {
         let data = opened.data
         let (buffer, format, allFrames, header) = (opened.buffer, opened.format, opened.allFrames, opened.header)
         let (frameHeight, frameCount) = (opened.height, opened.frameCount)
@@ -29,7 +35,7 @@ public enum ImageDecoder {
 
         if let target = options.downsampleSize {
             let pixels = max(1, Int((max(target.width, target.height) * scale).rounded()))
-            return try downsampled(opened, to: pixels, options: options, scale: scale, delays: delays)
+            return try downsampled(opened, to: pixels, options: options, engines: engines, scale: scale, delays: delays)
         }
 
         let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
@@ -52,16 +58,17 @@ public enum ImageDecoder {
     /// Lanczos reduce then takes it to the target, the work `vips_thumbnail` does with libvips' own
     /// resampler. Everything else, and animations, go through `vips_thumbnail`.
     private static func downsampled(
-        _ opened: OpenedImage, to pixels: Int, options: ImageDecodingOptions, scale: CGFloat, delays: [TimeInterval]
+        _ opened: OpenedImage, to pixels: Int, options: ImageDecodingOptions, engines: ImageEngines, scale: CGFloat,
+        delays: [TimeInterval]
     ) throws(HalcyonError) -> Image {
         let (data, format, header) = (opened.data, opened.format, opened.header)
         let (frameHeight, frameCount, loop) = (opened.height, opened.frameCount, header.loopCount)
         let sides = (longer: max(header.width, frameHeight), shorter: min(header.width, frameHeight))
         let exact = options.downsamplingMode == .exact
         if frameCount == 1, !exact || format != .jpeg || header.bands != 4,
-           let shrunk = try shrunkByLoader(opened, sides: sides, atLeast: pixels, strictness: options.strictness) {
+           let shrunk = try shrunkByLoader(opened, sides: sides, atLeast: pixels, strictness: options.strictness, engines: engines) {
             let upright = opened.isSideways ? (width: opened.height, height: opened.width) : (width: opened.width, height: opened.height)
-            let image = exact ? try fitted(shrunk.image, upright: upright, longerSide: pixels) : shrunk.image
+            let image = exact ? try fitted(shrunk.image, upright: upright, longerSide: pixels, engines: engines) : shrunk.image
             let unchanged = shrunk.factor == 1 && image.width == shrunk.image.width && image.height == shrunk.image.height
             return Image(vips: image, frameHeight: image.height, frameCount: 1, scale: scale, originalFormat: format,
                          frameDelays: [], loopCount: loop, sourceFingerprint: unchanged ? DataFingerprint(data) : nil)
@@ -83,7 +90,7 @@ public enum ImageDecoder {
     /// source's size fitted in a `pixels` box: the longer side `pixels`, the shorter in proportion to the
     /// source (as `vips_thumbnail` sizes it) and at least one pixel; as it is when the source fits already.
     private static func fitted(
-        _ image: VipsImageRef, upright: (width: Int, height: Int), longerSide pixels: Int
+        _ image: VipsImageRef, upright: (width: Int, height: Int), longerSide pixels: Int, engines: ImageEngines
     ) throws(HalcyonError) -> VipsImageRef {
         let longer = max(upright.width, upright.height)
         guard longer > pixels else { return image }
@@ -91,8 +98,8 @@ public enum ImageDecoder {
         let width = max(1, Int((Double(upright.width) * factor).rounded()))
         let height = max(1, Int((Double(upright.height) * factor).rounded()))
         guard width != image.width || height != image.height else { return image }
-        return try image.resized(horizontal: Double(width) / Double(image.width), vertical: Double(height) / Double(image.height))
-            .materialized()
+        return try image.resized(horizontal: Double(width) / Double(image.width), vertical: Double(height) / Double(image.height),
+                                 engines: engines).materialized()
     }
 
     /// Reads only the header of `data`: pixel width, frame height, frame count and format.
@@ -181,10 +188,12 @@ public enum ImageDecoder {
     }
 
     /// The loader's own shrink of a still image to `pixels` or more on its longer side, and the factor: libjpeg's
-    /// 1/2, 1/4 or 1/8 for a JPEG, whole-pixel boxes for a plain PNG; nil for any other image, left to `vips_thumbnail`.
+    /// 1/2, 1/4 or 1/8 for a JPEG, whole-pixel boxes for a plain PNG (when `engines` picks Halcyon's PNG loader); nil
+    /// for any other image, left to `vips_thumbnail`.
     /// No factor is larger than the shorter side, so neither side of the result falls below one pixel.
     private static func shrunkByLoader(
-        _ opened: OpenedImage, sides: (longer: Int, shorter: Int), atLeast pixels: Int, strictness: DecodingStrictness
+        _ opened: OpenedImage, sides: (longer: Int, shorter: Int), atLeast pixels: Int, strictness: DecodingStrictness,
+        engines: ImageEngines
     ) throws(HalcyonError) -> (image: VipsImageRef, factor: Int)? {
         let (buffer, format) = (opened.buffer, opened.format)
         switch format {
@@ -196,7 +205,7 @@ public enum ImageDecoder {
             return (decoded, shrink)
         case .png:
             let shrink = min(pngShrink(longerSide: sides.longer, atLeast: pixels), max(1, sides.shorter))
-            let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) in try loadPNG(buffer, shrink: shrink) }
+            let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) in try loadPNG(buffer, shrink: shrink, engines: engines) }
             return decoded.map { ($0, shrink) }
         default:
             return nil
@@ -204,8 +213,11 @@ public enum ImageDecoder {
     }
 
     /// Decodes a plain PNG (8-bit grey or RGB, not interlaced, no transparency, profile or EXIF) box-shrunk by
-    /// `shrink` while it inflates, as 8-bit sRGB in memory; nil for any other or damaged PNG, left to libvips.
-    private static func loadPNG(_ buffer: EncodedBuffer, shrink: Int) throws(HalcyonError) -> VipsImageRef? {
+    /// `shrink` while it inflates, as 8-bit sRGB in memory, when `engines` picks Halcyon's loader for it
+    /// (``ImageEngines/pngLoadEngine(for:shrink:)``); nil for any other or damaged PNG, or when the setting says
+    /// libvips: the caller then decodes it with libvips.
+    static func loadPNG(_ buffer: EncodedBuffer, shrink: Int, engines: ImageEngines) throws(HalcyonError) -> VipsImageRef? {
+        guard engines.pngLoadEngine(for: buffer, shrink: shrink) == .halcyon else { return nil }
         var output: UnsafeMutablePointer<VipsImage>?
         let status = hc_png_load_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), &output)
         guard status == 0, let output else {

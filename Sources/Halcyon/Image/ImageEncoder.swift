@@ -20,11 +20,7 @@ public enum ImageEncoder {
             let flat = try source.flattened(background: [255, 255, 255])
             return try flat.saved(as: format) { hc_jpegsave($0, clamp(quality), progressive ? 1 : 0, $1, $2) }
         case .png(let interlaced):
-            // Level 4 with the sub filter: as fast as zlib's level 6 unfiltered and a quarter smaller on photographs.
-            // Plain 8-bit images are compressed by libdeflate (about twice zlib's speed), the rest by libpng.
-            // A source's text whose keyword PNG cannot carry is dropped; it would fail the whole save.
-            let writable = try source.apply("png comments") { hc_png_writable_comments($0, $1) }
-            return try writable.saved(as: format) { hc_pngsave($0, 4, interlaced ? 1 : 0, $1, $2) }
+            return try png(source, interlaced: interlaced)
         case .gif:
             return try source.saved(as: format) { hc_gifsave($0, $1, $2) }
         case .webp(let quality, let lossless):
@@ -55,6 +51,23 @@ public enum ImageEncoder {
             delays.withUnsafeBufferPointer { buffer in
                 hc_with_animation(input, Int32(image.height), buffer.baseAddress, Int32(delays.count), Int32(image.loopCount), output)
             }
+        }
+    }
+
+    /// The zlib level of every PNG: with the sub filter, as fast as zlib's level 6 unfiltered and a quarter smaller on
+    /// photographs.
+    static let pngLevel = 4
+
+    /// `image` as PNG at ``pngLevel`` with the sub row filter, by the encoder `engines` picks for it
+    /// (``ImageEngines/pngSaveEngine(for:level:interlaced:)``): libdeflate (about twice zlib's speed) for plain
+    /// 8-bit images, libpng for the rest, interlaced output included. A source's text whose keyword PNG cannot carry
+    /// is dropped first; it would fail the whole save.
+    static func png(_ image: VipsImageRef, interlaced: Bool, engines: ImageEngines = .current) throws(HalcyonError) -> Data {
+        let writable = try image.apply("png comments") { hc_png_writable_comments($0, $1) }
+        let level = Int32(pngLevel)
+        switch engines.pngSaveEngine(for: writable, level: pngLevel, interlaced: interlaced) {
+        case .halcyon: return try writable.saved(as: .png) { hc_png_save_fast($0, level, $1, $2) }
+        case .libvips: return try writable.saved(as: .png) { hc_pngsave_libpng($0, level, interlaced ? 1 : 0, $1, $2) }
         }
     }
 

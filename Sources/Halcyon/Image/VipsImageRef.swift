@@ -92,18 +92,22 @@ final class VipsImageRef: @unchecked Sendable {
         return try apply("colourspace") { hc_to_srgb8($0, $1) }
     }
 
-    /// The image scaled by the factors with Lanczos-3; 8-bit images in memory reduced by less than 4×
-    /// take Halcyon's fixed-point reduce (`halcyon_reduce.c`), everything else `vips_resize`.
-    func resized(horizontal: Double, vertical: Double) throws(HalcyonError) -> VipsImageRef {
-        try apply("resize") { hc_resize($0, horizontal, vertical, $1) }
+    /// The image scaled by the factors with Lanczos-3, by the engine `engines` picks for it
+    /// (``ImageEngines/reduceEngine(for:horizontal:vertical:)``): Halcyon's fixed-point reduce for 8-bit images in
+    /// memory reduced by less than 4×, `vips_resize` for everything else or when the setting says libvips.
+    func resized(horizontal: Double, vertical: Double, engines: ImageEngines = .current) throws(HalcyonError) -> VipsImageRef {
+        switch engines.reduceEngine(for: self, horizontal: horizontal, vertical: vertical) {
+        case .halcyon: try apply("resize") { hc_reduce_memory($0, horizontal, vertical, $1) }
+        case .libvips: try resizedByLibvips(horizontal: horizontal, vertical: vertical)
+        }
     }
 
-    /// `vips_resize` itself, for comparisons with the fixed-point reduce.
+    /// `vips_resize` itself, whatever the image.
     func resizedByLibvips(horizontal: Double, vertical: Double) throws(HalcyonError) -> VipsImageRef {
         try apply("resize") { hc_vips_resize($0, horizontal, vertical, $1) }
     }
 
-    /// The fixed-point reduce itself, whatever the environment says; throws for images and factors it does not take.
+    /// The fixed-point reduce itself, whatever the setting says; throws for images and factors it does not take.
     func reducedByHalcyon(horizontal: Double, vertical: Double) throws(HalcyonError) -> VipsImageRef {
         try apply("reduce") { hc_reduce_memory($0, horizontal, vertical, $1) }
     }

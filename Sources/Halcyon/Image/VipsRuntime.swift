@@ -26,10 +26,14 @@ package enum VipsRuntime {
         }
     }()
 
+    /// Whether libvips' orc vector code stays on: `HALCYON_VIPS_VECTOR=1` in the environment, read once, when libvips
+    /// starts. For benchmarks only: the orc 0.4.33 of Debian 12 crashes with concurrent pipelines, so it is off by default.
+    static let vectorPathsRequested = ProcessInfo.processInfo.environment["HALCYON_VIPS_VECTOR"] == "1"
+
     /// Starts libvips if it has not been started; throws when it cannot start.
     static func ensureStarted() throws(HalcyonError) {
         _ = logSinkInstalled
-        if hc_init() != 0 {
+        if hc_init(vectorPathsRequested ? 1 : 0) != 0 {
             throw .processorError(reason: .engineUnavailable(message: takeErrorMessage()))
         }
         _ = usedModulesLoaded

@@ -1,0 +1,32 @@
+import CHalcyonVips
+
+/// The choice of engine for each step: the setting, then the C capability check of Halcyon's engine.
+extension ImageEngines {
+    /// The engine that reduces `image` by the factors: Halcyon's fixed-point reduce when the setting allows it and
+    /// `hc_reduce_supports` takes the image (8-bit, 1-4 bands, in memory, factors in (1/4, 1]); else `vips_resize`.
+    func reduceEngine(for image: VipsImageRef, horizontal: Double, vertical: Double) -> ImageEngine {
+        guard reduce == .halcyon else { return .libvips }
+        let takes = withExtendedLifetime(image) { hc_reduce_supports(image.pointer, horizontal, vertical) == 1 }
+        return takes ? .halcyon : .libvips
+    }
+
+    /// The encoder that writes `image` as PNG at zlib `level`: libdeflate when the setting allows it, the output is
+    /// not interlaced and `hc_pngsave_takes` takes the image (plain 8-bit, at most 16 MiB, no metadata); else libpng.
+    func pngSaveEngine(for image: VipsImageRef, level: Int, interlaced: Bool) -> ImageEngine {
+        guard pngSave == .halcyon, !interlaced, let level = Int32(exactly: level) else { return .libvips }
+        let takes = withExtendedLifetime(image) { hc_pngsave_takes(image.pointer, level) == 1 }
+        return takes ? .halcyon : .libvips
+    }
+
+    /// The loader that shrinks the PNG in `buffer` by `shrink`: Halcyon's when the setting allows it and
+    /// `hc_png_load_shrunk_takes` takes the file by its header (8-bit grey or RGB, not interlaced, no transparency,
+    /// profile, EXIF or text; shrink 1...1024); else libvips'. A file that proves damaged while Halcyon's loader
+    /// decodes it goes to libvips' loader too (the loader's result 1), as a file it does not take would.
+    func pngLoadEngine(for buffer: EncodedBuffer, shrink: Int) -> ImageEngine {
+        guard pngLoad == .halcyon, let shrink = Int32(exactly: shrink) else { return .libvips }
+        let takes = withExtendedLifetime(buffer) {
+            hc_png_load_shrunk_takes(buffer.bytes.baseAddress, buffer.count, shrink) == 1
+        }
+        return takes ? .halcyon : .libvips
+    }
+}
