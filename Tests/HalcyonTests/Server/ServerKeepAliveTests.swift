@@ -3,7 +3,7 @@ import Halcyon
 @testable import HalcyonServer
 import Testing
 
-/// HTTP/1 connection persistence (`KeepAliveHandler`), over raw sockets: a request that does not keep the
+/// HTTP/1 connection persistence (`ConnectionStateMachine`'s keep-alive rules), over raw sockets: a request that does not keep the
 /// connection gets `Connection: close` and the connection ends at once, not at the idle timeout (10 s here).
 @Suite("Server: keep-alive and Connection: close")
 struct ServerKeepAliveTests {
