@@ -12,15 +12,6 @@ struct OutputRequest: Sendable {
     var negotiated: ImageFormat?
     /// The request's options.
     var options: ProcessingOptions
-
-    /// The part of the result cache key that the encode adds: format, qualities, size cap and metadata.
-    func cacheKey(defaults: ServerConfiguration) -> String {
-        let qualities = options.formatQuality.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" }
-        let strip = (options.stripMetadata ?? defaults.stripMetadata, options.keepCopyright ?? defaults.keepCopyright,
-                     options.stripColorProfile ?? defaults.stripColorProfile)
-        return "#\((explicit ?? negotiated)?.rawValue ?? "source")#\(options.quality ?? defaults.defaultQuality ?? 0)"
-            + "#\(qualities.joined(separator: ","))#\(options.maxBytes ?? 0)#\(strip.0 ? 1 : 0)\(strip.1 ? 1 : 0)\(strip.2 ? 1 : 0)"
-    }
 }
 
 extension ImageService {

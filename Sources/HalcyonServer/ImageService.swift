@@ -114,64 +114,44 @@ public final class ImageService: Sendable {
     // MARK: - Image requests
 
     /// Answers an image request (GET or HEAD, signature already checked by ``SignatureMiddleware``).
+    ///
+    /// The request is read once into its ``ImageRequestPlan``, whose key finds a stored result; otherwise the
+    /// work runs under the admission and its result is stored under that key.
     public func image(_ request: Request, context: ServerRequestContext) async throws -> Response {
         context.record.route = "image"
         metrics.enter()
         defer { metrics.leave() }
-        if let length = request.headers[.contentLength], length != "0" {
-            throw ServerError(status: 413, code: "request_body_not_allowed", message: "requests must not have a body")
-        }
-        if request.headers[.transferEncoding] != nil {
-            throw ServerError(status: 413, code: "request_body_not_allowed", message: "requests must not have a body")
-        }
-        let parsed = try Self.parsePath(request.uri.path)
-        let options: ProcessingOptions
-        do {
-            options = try ProcessingOptions.parse(parsed.options, maxDimension: configuration.maxResultDimension, presets: presets)
-        } catch {
-            throw ServerError(status: 400, code: "invalid_option", message: "option \"\(error.option)\": \(error.message)")
-        }
-        if options.watermark != nil && watermark == nil {
-            throw ServerError(status: 400, code: "invalid_option", message: "option \"wm\": this server has no watermark image (--watermark-path)")
-        }
-        if let expires = options.expires, ResponseCache.isPast(expires, now: Date()) {
-            throw ServerError(status: 404, code: "expired", message: "the URL expired at \(expires)")
-        }
-        let source = try resolve(parsed.source)
-
-        // Output format: extension or f:, else Accept, else the source's.
-        let explicit = parsed.outputExtension ?? options.format
-        let negotiated = explicit == nil ? negotiatedFormats.format(accepting: request.headers[.accept]) : nil
+        try Self.refuseBody(request.headers)
+        let plan = try plan(for: request, path: context.imagePath)
+        let options = plan.options
+        let output = plan.output
         let memory = MemoryAdmission(
-            budget: memoryBudget, options: options, output: explicit ?? negotiated,
+            budget: memoryBudget, options: options, output: output.explicit ?? output.negotiated,
             maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000), maxResultSide: configuration.maxResultDimension,
             wait: .seconds(configuration.queueTimeout))
         defer { memory.release() }
-        let processor = options.processor(limits: decodingLimits, admission: memory, maxSide: configuration.maxResultDimension,
-                                          watermark: watermark)
-        let output = OutputRequest(explicit: explicit, negotiated: negotiated, options: options)
-        let responseKey = "\(source.cacheKey)@\(processor?.identifier ?? "")\(output.cacheKey(defaults: configuration))#\(options.raw)\(options.skipProcessing.map(\.rawValue).sorted())"
+        let processor = options.processor(
+            limits: decodingLimits, admission: memory, maxSide: configuration.maxResultDimension, watermark: watermark,
+            identifier: "halcyon.server.plan(\(plan.cacheKey))")
 
         let rawKey = responseCacheKey(request)
-        // A local file is its own durable copy: only results of http(s) sources go to disk.
-        let storesResult = source.url.map { !$0.isFileURL } ?? false
-        if storesResult, let stored = await results.value(for: responseKey) {
+        if plan.storesResult, let stored = await results.value(for: plan.cacheKey) {
             metrics.cache(stored.tier)
             context.record.cacheTier = stored.tier
-            return remember(stored.entry, rawKey: rawKey, request: request, varyAccept: explicit == nil, options: options)
+            return remember(stored.entry, rawKey: rawKey, request: request, plan: plan)
         }
         let guarded = processor ?? memory.guarding(nil)
         let entry: ResponseCache.Entry
         do {
-            try checkLocalSize(source)
+            try checkLocalSize(plan.source)
             entry = try await admission.run(on: context.channel) {
-                try await self.produce(source: source, processor: guarded, output: output, record: context.record)
+                try await self.produce(source: plan.source, processor: guarded, output: output, record: context.record)
             }
         } catch let failure as ServerError where fallback != nil && FallbackImage.replaces(failure) {
             return try await fallbackResponse(failure, processor: guarded, output: output, context: context)
         }
-        if storesResult { results.store(entry, for: responseKey) }
-        return remember(entry, rawKey: rawKey, request: request, varyAccept: explicit == nil, options: options)
+        if plan.storesResult { results.store(entry, for: plan.cacheKey) }
+        return remember(entry, rawKey: rawKey, request: request, plan: plan)
     }
 
     /// The fallback image processed like the request, with `failure`'s status; `failure` itself when there is none.
@@ -354,11 +334,10 @@ public final class ImageService: Sendable {
     }
 
     /// Builds the entry's headers once, keeps it in the response cache and answers with it.
-    private func remember(
-        _ entry: ResponseCache.Entry, rawKey: String, request: Request, varyAccept: Bool, options: ProcessingOptions
-    ) -> Response {
+    private func remember(_ entry: ResponseCache.Entry, rawKey: String, request: Request, plan: ImageRequestPlan) -> Response {
+        let options = plan.options
         var entry = entry
-        entry.expires = options.expires
+        entry.expires = plan.expires
         var headers = HTTPFields()
         if options.filename != nil || options.attachment {
             headers[.contentDisposition] = Self.contentDisposition(options, contentType: entry.contentType)
@@ -368,7 +347,7 @@ public final class ImageService: Sendable {
         headers[.cacheControl] = configuration.successCacheControl
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
         headers[.xContentTypeOptions] = "nosniff"
-        if varyAccept { headers[.vary] = "Accept" }
+        if plan.variesWithAccept { headers[.vary] = "Accept" }
         entry.headers = headers
         headers[.contentType] = entry.contentType
         headers[.contentLength] = String(entry.buffer.readableBytes)

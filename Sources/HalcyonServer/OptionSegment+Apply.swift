@@ -156,8 +156,9 @@ extension OptionSegment {
             for text in args {
                 guard let format = ImageFormat.allCases.first(where: { $0.fileExtension == text || ($0 == .jpeg && text == "jpeg") })
                 else { throw fail("unknown format \"\(text)\"") }
-                options.skipProcessing.insert(format)
+                if !options.skipProcessing.contains(format) { options.skipProcessing.append(format) }
             }
+            options.skipProcessing.sort { $0.rawValue < $1.rawValue }
         case "raw":
             options.raw = try flag()
         default:
@@ -177,8 +178,8 @@ extension OptionSegment {
         case "att", "return_attachment":
             options.attachment = try flag()
         case "cb", "cachebuster":
-            // Only changes the URL (and so every cache key); nothing to do.
             try expect(1...1, "cb:{string}")
+            options.cacheBuster = args[0]
         default:
             throw fail("unknown option \"\(name)\"")
         }

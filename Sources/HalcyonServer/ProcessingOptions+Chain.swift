@@ -13,9 +13,20 @@ public struct WatermarkSource: Sendable {
 // MARK: - Processor chain
 
 extension ProcessingOptions {
-    /// The processor chain for these options, nil when nothing is asked; its identifier encodes every option.
+    /// The processor chain for these options, nil when nothing is asked; its identifier is a digest of the
+    /// options, the side limit and the watermark's name (see ``ImageRequestPlan/cacheKey``), so chains that
+    /// render differently never share a cached or coalesced image.
     public func processor(limits: ImageDecodingOptions, maxSide: Int = 16_384, watermark: WatermarkSource? = nil) -> (any ImageProcessor)? {
-        processor(limits: limits, admission: nil, maxSide: maxSide, watermark: watermark)
+        let identity = ChainIdentity(options: self, maxSide: maxSide, watermark: watermark?.name)
+        return processor(limits: limits, admission: nil, maxSide: maxSide, watermark: watermark,
+                         identifier: "halcyon.server.options(\(ImageRequestPlan.digest(identity)))")
+    }
+
+    /// What a chain made by ``processor(limits:maxSide:watermark:)`` renders from.
+    private struct ChainIdentity: Encodable {
+        let options: ProcessingOptions
+        let maxSide: Int
+        let watermark: String?
     }
 
     /// Whether any geometry is asked (resize, crop, trim, turn, extend, orientation).
@@ -24,11 +35,12 @@ extension ProcessingOptions {
             || flipHorizontal || flipVertical || extend != nil || extendAspectRatio != nil || autoRotate == false
     }
 
-    /// The chain with `admission` checked before any decoding: by the geometry
-    /// step, which opens the source once for the check and the decode, or around
-    /// the whole chain when there is no geometry. Same identifier as without it.
+    /// The chain, under `identifier`, with `admission` checked before any decoding: by the geometry step, which
+    /// opens the source once for the check and the decode, or around the whole chain when there is no geometry.
+    /// `identifier` must stand for everything the chain renders from (the request plan's key does).
     func processor(
-        limits: ImageDecodingOptions, admission: MemoryAdmission?, maxSide: Int = 16_384, watermark: WatermarkSource? = nil
+        limits: ImageDecodingOptions, admission: MemoryAdmission?, maxSide: Int = 16_384, watermark: WatermarkSource? = nil,
+        identifier: String
     ) -> (any ImageProcessor)? {
         var steps: [any ImageProcessor] = []
         if hasGeometry {
@@ -47,8 +59,12 @@ extension ProcessingOptions {
         steps += finishingSteps(maxSide: maxSide, watermark: watermark)
         guard var chain = steps.first else { return admission.map { $0.guarding(nil) } }
         for step in steps.dropFirst() { chain = chain |> step }
-        if let admission, !hasGeometry { return admission.guarding(chain) }
-        return chain
+        let whole = chain
+        let identified = GeneralProcessor(identifier: identifier) { item, options throws(HalcyonError) in
+            try whole.process(item: item, options: options)
+        }
+        if let admission, !hasGeometry { return admission.guarding(identified) }
+        return identified
     }
 
     /// Whether zoom and pixel ratio alone (no width or height) change the source's size.

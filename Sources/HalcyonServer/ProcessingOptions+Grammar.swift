@@ -131,7 +131,8 @@ struct OptionSegment {
         let rest = Array(args.dropFirst(start))
         if rest.count == 1, let hex = Color(hex: rest[0]) { return ProcessingColor(color: hex, used: 1) }
         guard rest.count >= 3 else { throw fail("expected {R}:{G}:{B} or {hex} colour") }
-        let parts = try rest.prefix(3).map { text throws(ParseError) in try number(text, 0...255) }
+        // Held as the whole channel values rendering uses, so equal renderings are equal options.
+        let parts = try rest.prefix(3).map { text throws(ParseError) in try number(text, 0...255).rounded() }
         return ProcessingColor(color: Color(red: parts[0] / 255, green: parts[1] / 255, blue: parts[2] / 255), used: 3)
     }
 

@@ -9,9 +9,9 @@ import Halcyon
 /// The geometry runs in imgproxy's order: trim, rotate and flip, crop, resize,
 /// the fill crop, extend; then the filters, padding, background, watermark
 /// and metadata stripping (see ``processor(limits:maxSide:)``).
-public struct ProcessingOptions: Sendable, Hashable {
+public struct ProcessingOptions: Sendable, Hashable, Codable {
     /// How the image is fitted into the width and height.
-    public enum ResizeMode: String, Sendable, Hashable {
+    public enum ResizeMode: String, Sendable, Hashable, Codable {
         /// Inside the box, aspect kept.
         case fit
         /// Covers the box, aspect kept, cropped at the gravity.
@@ -66,6 +66,9 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var dpr = 1.0
     /// `exp:`: Unix time after which the URL is refused (404 `expired`).
     public var expires: Int?
+    /// `cb:`: changes nothing in the processing, only the request's identity, so no cached answer of another
+    /// cache buster is used.
+    public var cacheBuster: String?
     /// `fn:`: the file name of `Content-Disposition` (without extension; the output format's is added).
     public var filename: String?
     /// `att:`: `Content-Disposition: attachment` instead of `inline`.
@@ -98,8 +101,8 @@ public struct ProcessingOptions: Sendable, Hashable {
     public var stripColorProfile: Bool?
     /// `wm:`: the server's watermark image drawn over the result.
     public var watermark: Watermark?
-    /// `skp:`: sources in these formats are sent as they are.
-    public var skipProcessing: Set<ImageFormat> = []
+    /// `skp:`: sources in these formats are sent as they are; sorted, each once.
+    public var skipProcessing: [ImageFormat] = []
     /// `raw`: the source is sent as it is, whatever its format.
     public var raw = false
 
@@ -128,7 +131,7 @@ public struct ProcessingOptions: Sendable, Hashable {
 
 extension ProcessingOptions {
     /// Where a crop, an extension or a watermark sits: a gravity with offsets, or a focus point.
-    public struct Placement: Sendable, Hashable {
+    public struct Placement: Sendable, Hashable, Codable {
         /// The gravity.
         public var type: Gravity = .ce
         /// Pixels inward from the gravity's edge (added at the centre); for `fp`, the focus point's x (0...1).
@@ -161,7 +164,7 @@ extension ProcessingOptions {
     }
 
     /// A gravity: the nine compass points, smart, or a focus point.
-    public enum Gravity: String, Sendable, Hashable {
+    public enum Gravity: String, Sendable, Hashable, Codable {
         /// Centre.
         case ce
         /// North (top).
@@ -203,7 +206,7 @@ extension ProcessingOptions {
     }
 
     /// Space added above, right, below and left, in pixels.
-    public struct Insets: Sendable, Hashable {
+    public struct Insets: Sendable, Hashable, Codable {
         /// Each side.
         public var top = 0, right = 0, bottom = 0, left = 0
         /// Whether any side is above 0.
@@ -211,7 +214,7 @@ extension ProcessingOptions {
     }
 
     /// `c:`: a crop before resizing; a side below 1 is a fraction of the source's, 0 the whole side.
-    public struct Crop: Sendable, Hashable {
+    public struct Crop: Sendable, Hashable, Codable {
         /// Width in pixels, or a fraction below 1.
         public var width: Double
         /// Height in pixels, or a fraction below 1.
@@ -230,7 +233,7 @@ extension ProcessingOptions {
     }
 
     /// `t:`: the border trim.
-    public struct Trim: Sendable, Hashable {
+    public struct Trim: Sendable, Hashable, Codable {
         /// How far from the border colour a pixel may be, 0...255.
         public var threshold: Double
         /// The border colour; nil takes the top-left pixel's.
@@ -242,7 +245,7 @@ extension ProcessingOptions {
     }
 
     /// `wm:`: the server's watermark.
-    public struct Watermark: Sendable, Hashable {
+    public struct Watermark: Sendable, Hashable, Codable {
         /// Alpha multiplier, 0...1.
         public var opacity: Double
         /// Where it goes; nil (`re`) tiles it.

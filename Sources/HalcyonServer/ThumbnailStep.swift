@@ -43,25 +43,10 @@ struct ThumbnailStep: Sendable {
     /// The request's trace context: `halcyon.decode` and `halcyon.process` spans are its children.
     var trace: ServiceContext? = nil
 
-    /// Every parameter but the admission and trace, for the processor's identifier.
-    private var signature: String {
-        var parts = ["\(mode.rawValue)", "\(width)", "\(height)", "\(gravity.type.rawValue):\(gravity.x):\(gravity.y)"]
-        if scaleX != 1 || scaleY != 1 { parts.append("x\(scaleX):\(scaleY)") }
-        if enlarge { parts.append("enlarge") }
-        if minWidth + minHeight > 0 { parts.append("min\(minWidth):\(minHeight)") }
-        if let crop { parts.append("crop\(crop.width):\(crop.height):\(crop.placement.map { "\($0)" } ?? "-")") }
-        if let trim { parts.append("trim\(trim.threshold):\(trim.color?.hexString ?? "-"):\(trim.equalHorizontal):\(trim.equalVertical)") }
-        if rotate % 360 != 0 || flipHorizontal || flipVertical { parts.append("turn\(rotate):\(flipHorizontal):\(flipVertical)") }
-        if let extend { parts.append("ex\(extend.type.rawValue):\(extend.x):\(extend.y)") }
-        if let extendAspectRatio { parts.append("exar\(extendAspectRatio.type.rawValue):\(extendAspectRatio.x):\(extendAspectRatio.y)") }
-        if extend != nil || extendAspectRatio != nil { parts.append("bg\(background?.hexString ?? "-")") }
-        if !autoRotate { parts.append("noautorotate") }
-        return parts.joined(separator: ",")
-    }
-
+    /// The step as a processor; the chain it is part of carries the identifier (the request plan's key).
     var processor: GeneralProcessor {
         let step = self
-        return GeneralProcessor(identifier: "halcyon.server.thumbnail(\(signature))") { item, options throws(HalcyonError) in
+        return GeneralProcessor(identifier: "halcyon.server.thumbnail") { item, options throws(HalcyonError) in
             try step.run(item, options: options)
         }
     }

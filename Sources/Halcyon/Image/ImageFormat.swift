@@ -6,7 +6,7 @@ import Foundation
 /// decide. Data that matches none of the known signatures is `.unknown`.
 /// JPEG is `FF D8` (start of image) and at least one more byte, whatever it
 /// is, as for libvips' own check.
-public enum ImageFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+public enum ImageFormat: String, Sendable, Hashable, Codable, CodingKeyRepresentable, CaseIterable, CustomStringConvertible {
     case jpeg, png, gif, webp, avif, heic, tiff, bmp, unknown
 
     /// Recognises the format of `data` from its magic bytes.

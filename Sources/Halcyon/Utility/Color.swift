@@ -5,7 +5,7 @@ import Foundation
 /// Stands in for the platform colour Kingfisher's processors take. Parses
 /// `#rgb`, `#rgba`, `#rrggbb` and `#rrggbbaa`; ``hexString`` is the stable
 /// spelling used in processor identifiers.
-public struct Color: Sendable, Hashable, CustomStringConvertible {
+public struct Color: Sendable, Hashable, Codable, CustomStringConvertible {
     public var red: Double
     public var green: Double
     public var blue: Double

@@ -32,6 +32,34 @@ struct ServerResultCacheTests {
         await fixture.stop()
     }
 
+    @Test("A cache buster is part of the stored result's identity; an expiry is not")
+    func cacheBusterReachesTheOrigin() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-results-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fixture = try await ServerFixture.start { $0.cacheDirectory = folder.path }
+        defer { Task { await fixture.stop() } }
+        let source = fixture.source("/image/busted")
+        let first = try await fixture.get(fixture.signedPath("w:24/cb:1", source: source, ext: "png"))
+        #expect(first.status == 200)
+        #expect(await fixture.upstream.wait(timeout: 5) { ServerCacheTests.diskEntries(folder).count == 1 })
+
+        // A new cache buster exists to fetch the origin again (its image may have changed since).
+        let busted = try await fixture.get(fixture.signedPath("w:24/cb:2", source: source, ext: "png"))
+        #expect(busted.status == 200)
+        #expect(fixture.upstream.hits("/image/busted") == 2, "cb:2 was answered with cb:1's stored result")
+        #expect(await fixture.upstream.wait(timeout: 5) { ServerCacheTests.diskEntries(folder).count == 2 })
+
+        // Two expiries change nothing in the answer: both are the stored result of cb:2.
+        let later = Int(Date().timeIntervalSince1970) + 3600
+        for expiry in [later, later + 1] {
+            let reply = try await fixture.get(fixture.signedPath("w:24/cb:2/exp:\(expiry)", source: source, ext: "png"))
+            #expect(reply.status == 200)
+            #expect(reply.body == busted.body)
+        }
+        #expect(fixture.upstream.hits("/image/busted") == 2)
+        await fixture.stop()
+    }
+
     @Test("A repeated path is answered from the response cache; the same path with another signature is still refused")
     func responseCacheKeepsSignatureCheck() async throws {
         let fixture = try await ServerFixture.start()

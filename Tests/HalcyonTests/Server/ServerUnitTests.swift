@@ -138,7 +138,10 @@ struct ServerURLTests {
         }
         #expect(ProcessingOptions().processor(limits: ImageDecodingOptions()) == nil)
         let chain = try #require(options.processor(limits: ImageDecodingOptions()))
-        #expect(chain.identifier.contains("fill,300,200,no"))
+        #expect(chain.identifier == options.processor(limits: ImageDecodingOptions())?.identifier)
+        var other = options
+        other.gravity.type = .so
+        #expect(chain.identifier != other.processor(limits: ImageDecodingOptions())?.identifier)
     }
 
     @Test("Configuration: env over file, validation, printed values hide keys")
