@@ -22,7 +22,7 @@ public final class ImageService: Sendable {
     /// The metrics.
     public let metrics: ServerMetrics
     /// The process-wide budget of image memory.
-    public let memoryBudget: MemoryBudget
+    package let memoryBudget: MemoryBudget
     /// Slots, timeouts and cancellation of running work.
     public let admission: WorkAdmission
     /// The connection-level limits, whose hang-up watch the admission uses.

@@ -6,10 +6,10 @@ import CHalcyonVips
 /// them, so after concurrent decodes the resident size stays far above what
 /// is live. A server caps the arenas once at start-up and trims after large
 /// jobs; a short-lived tool need not do either.
-public enum MallocTuning {
+package enum MallocTuning {
     /// Caps malloc arenas at `count` (call before threads start; arenas that exist stay); false when refused.
     @discardableResult
-    public static func limitArenas(to count: Int) -> Bool {
+    package static func limitArenas(to count: Int) -> Bool {
         hc_malloc_set_arena_max(Int32(max(1, count))) == 0
     }
 
@@ -20,12 +20,12 @@ public enum MallocTuning {
     /// arenas and stay resident when freed. A fixed threshold returns every
     /// large buffer to the system as soon as it is freed.
     @discardableResult
-    public static func mapLargeAllocations(from bytes: Int) -> Bool {
+    package static func mapLargeAllocations(from bytes: Int) -> Bool {
         hc_malloc_set_mmap_threshold(Int32(clamping: max(4096, bytes))) == 0
     }
 
     /// Gives free heap memory back to the system; costs a walk of the heap, so call it after large jobs only.
-    public static func trim() {
+    package static func trim() {
         hc_malloc_trim()
     }
 }

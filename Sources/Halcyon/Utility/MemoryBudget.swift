@@ -12,19 +12,19 @@ import Foundation
 /// slices, so a cancelled ``RenderCancellation`` ends the wait at once.
 ///
 /// `@unchecked Sendable`: `used` is only read or written with `condition` locked.
-public final class MemoryBudget: @unchecked Sendable {
+package final class MemoryBudget: @unchecked Sendable {
     /// The budget in bytes.
-    public let capacity: Int
+    package let capacity: Int
     private let condition = NSCondition()
     private var used = 0
 
     /// Makes a budget of `capacity` bytes (at least 1 MiB).
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1 << 20, capacity)
     }
 
     /// Bytes held by reservations now.
-    public var usedBytes: Int {
+    package var usedBytes: Int {
         condition.lock()
         defer { condition.unlock() }
         return used
@@ -36,7 +36,7 @@ public final class MemoryBudget: @unchecked Sendable {
     /// `bytes` exceeds the whole budget (nothing is waited for), with `waited:
     /// true` when the deadline passed, and `requestError(.taskCancelled)` when
     /// the thread's ``RenderCancellation`` is cancelled while waiting.
-    public func reserve(_ bytes: Int, waitingAtMost timeout: Duration) throws(HalcyonError) -> MemoryReservation {
+    package func reserve(_ bytes: Int, waitingAtMost timeout: Duration) throws(HalcyonError) -> MemoryReservation {
         let needed = max(0, bytes)
         guard needed <= capacity else {
             throw .processorError(reason: .memoryBudgetExceeded(neededBytes: needed, budgetBytes: capacity, waited: false))
@@ -65,9 +65,9 @@ public final class MemoryBudget: @unchecked Sendable {
 }
 
 /// Bytes held from a ``MemoryBudget``; given back once, by ``release()`` or when freed.
-public final class MemoryReservation: Sendable {
+package final class MemoryReservation: Sendable {
     /// The bytes held.
-    public let bytes: Int
+    package let bytes: Int
     private let budget: MemoryBudget
     private let released = Locked(false)
 
@@ -79,7 +79,7 @@ public final class MemoryReservation: Sendable {
     deinit { release() }
 
     /// Gives the bytes back; later calls do nothing.
-    public func release() {
+    package func release() {
         let first = released.withLock { released -> Bool in
             defer { released = true }
             return !released
