@@ -4,89 +4,109 @@ import Logging
 import Tracing
 
 /// Encoded results of http(s) sources below the in-memory ``ResponseCache``:
-/// a local disk tier, then an optional shared tier (Redis) for a fleet.
+/// an ordered list of ``DataStorageTier``s, nearest first (the local disk,
+/// then, for a fleet, the shared Redis), so another kind of store is one more
+/// conformance in the list.
 ///
 /// Stores the response body as it was sent, with its content type and ETag,
-/// so a hit costs one read and no decode or encode. A shared hit is copied
-/// to the local disk. Writes go to both tiers in the background; one the
-/// caller does not wait for is dropped when more than `maxPendingWrites` are
-/// queued (the result is still served). A shared tier that fails is a miss:
-/// the service goes on from its local caches and the origin, counts each
-/// failure in `/metrics` (``ServerMetrics/storageError(tier:)``), and logs
-/// once when the tier goes down and once when it is back (see ``TierHealth``).
+/// so a hit costs one read and no decode or encode. A hit in a later tier is
+/// copied to the tiers before it. Writes go to every tier in the background;
+/// one the caller does not wait for is dropped when more than
+/// `maxPendingWrites` are queued (the result is still served). A tier that
+/// fails is a miss: the service goes on from the other tiers and the origin,
+/// counts each failure of a remote tier in `/metrics`
+/// (``ServerMetrics/storageError(tier:)``), and logs once when it goes down and
+/// once when it is back (see ``TierHealth``).
 final class ResultStorage: Sendable {
-    /// The local disk tier.
-    let local: DiskDataStorage
-    /// The tier shared by the fleet, if configured.
-    let shared: (any DataStorageTier)?
-    private let sharedLifetime: Duration?
+    /// One tier and how its entries are kept.
+    struct Tier: Sendable {
+        /// The store.
+        let storage: any DataStorageTier
+        /// How long its entries live; nil: until the store evicts them.
+        let lifetime: Duration?
+        /// Failures are counted and logged (remote stores); nil for a local folder, whose failures are misses only.
+        let health: TierHealth?
+    }
+
+    /// The tiers, nearest first.
+    let tiers: [Tier]
     private let pendingWrites = Locked(0)
     private let maxPendingWrites: Int
     private let metrics: ServerMetrics
-    private let sharedHealth: TierHealth?
 
-    /// Makes the storage; `sharedLifetime` is how long shared entries live (nil: until the store evicts them).
-    init(
+    /// Makes the storage over `tiers`, nearest first.
+    init(tiers: [Tier], metrics: ServerMetrics, maxPendingWrites: Int = 64) {
+        self.tiers = tiers
+        self.metrics = metrics
+        self.maxPendingWrites = maxPendingWrites
+    }
+
+    /// Makes the storage of a local disk and, for a fleet, a shared tier whose entries live `sharedLifetime`
+    /// (nil: until the store evicts them).
+    convenience init(
         local: DiskDataStorage, shared: (any DataStorageTier)?, sharedLifetime: Duration?, metrics: ServerMetrics,
         logger: Logger, maxPendingWrites: Int = 64
     ) {
-        self.local = local
-        self.shared = shared
-        self.sharedLifetime = sharedLifetime
-        self.metrics = metrics
-        self.maxPendingWrites = maxPendingWrites
-        sharedHealth = shared.map { TierHealth(name: $0.name, logger: logger) }
+        var tiers = [Tier(storage: local, lifetime: nil, health: nil)]
+        if let shared {
+            tiers.append(Tier(storage: shared, lifetime: sharedLifetime, health: TierHealth(name: shared.name, logger: logger)))
+        }
+        self.init(tiers: tiers, metrics: metrics, maxPendingWrites: maxPendingWrites)
     }
 
-    /// The stored response for `key` and the tier it came from, or nil.
+    /// The stored response for `key` and the name of the tier it came from, or nil.
     func value(for key: String) async -> (entry: ResponseCache.Entry, tier: String)? {
-        let localSpan = startSpan("halcyon.cache.lookup", context: ServiceContext.current ?? .topLevel)
-        localSpan.attributes["halcyon.cache.tier"] = local.name
-        let found = try? await local.value(forKey: key)
-        localSpan.attributes["halcyon.cache.hit"] = found != nil
-        localSpan.end()
-        if let found, let entry = Self.entry(found) {
-            return (entry, local.name)
+        for (index, tier) in tiers.enumerated() {
+            guard index == 0 || !Task.isCancelled else { return nil }
+            guard let stored = await lookUp(key, in: tier), let entry = Self.entry(stored) else { continue }
+            let nearer = tiers.prefix(index)
+            if !nearer.isEmpty {
+                enqueue { for tier in nearer { try? await tier.storage.store(stored, forKey: key, lifetime: tier.lifetime) } }
+            }
+            return (entry, tier.storage.name)
         }
-        guard let shared, !Task.isCancelled else { return nil }
-        let span = startSpan("halcyon.cache.lookup", context: ServiceContext.current ?? .topLevel, ofKind: .client)
-        span.attributes["halcyon.cache.tier"] = shared.name
-        defer { span.end() }
-        do {
-            let stored = try await shared.value(forKey: key)
-            span.attributes["halcyon.cache.hit"] = stored != nil
-            sharedHealth?.succeeded()
-            guard let stored, let entry = Self.entry(stored) else { return nil }
-            enqueue { [local] in try? await local.store(stored, forKey: key, lifetime: nil) }
-            return (entry, shared.name)
-        } catch {
-            span.recordError(error)
-            noteFailure(error, tier: shared.name)
-            return nil
-        }
+        return nil
     }
 
     /// Queues writes of `entry` under `key` to every tier; returns at once.
     func store(_ entry: ResponseCache.Entry, for key: String) {
         let stored = StoredData(data: entry.body, contentType: entry.contentType, etag: entry.etag, created: entry.created)
-        enqueue { [local, shared, sharedLifetime] in
-            try? await local.store(stored, forKey: key, lifetime: nil)
-            guard let shared else { return }
-            do throws(HalcyonError) {
-                try await shared.store(stored, forKey: key, lifetime: sharedLifetime)
-                self.sharedHealth?.succeeded()
-            } catch {
-                self.noteFailure(error, tier: shared.name)
+        enqueue { [tiers] in
+            for tier in tiers {
+                do throws(HalcyonError) {
+                    try await tier.storage.store(stored, forKey: key, lifetime: tier.lifetime)
+                    tier.health?.succeeded()
+                } catch {
+                    self.noteFailure(error, tier: tier)
+                }
             }
         }
     }
 
     // MARK: - Helpers
 
-    private func noteFailure(_ error: HalcyonError, tier: String) {
+    /// One tier's value, traced; a failure is a miss.
+    private func lookUp(_ key: String, in tier: Tier) async -> StoredData? {
+        let span = startSpan("halcyon.cache.lookup", context: ServiceContext.current ?? .topLevel, ofKind: tier.health == nil ? .internal : .client)
+        span.attributes["halcyon.cache.tier"] = tier.storage.name
+        defer { span.end() }
+        do {
+            let stored = try await tier.storage.value(forKey: key)
+            span.attributes["halcyon.cache.hit"] = stored != nil
+            tier.health?.succeeded()
+            return stored
+        } catch {
+            if tier.health != nil { span.recordError(error) }
+            noteFailure(error, tier: tier)
+            return nil
+        }
+    }
+
+    private func noteFailure(_ error: HalcyonError, tier: Tier) {
+        guard let health = tier.health else { return }
         if case .requestError(.taskCancelled) = error { return }
-        metrics.storageError(tier: tier)
-        sharedHealth?.failed(error)
+        metrics.storageError(tier: tier.storage.name)
+        health.failed(error)
     }
 
     /// Runs `write` in the background unless too many writes are pending.
