@@ -37,6 +37,9 @@ package struct ImageEngines: Sendable, Hashable {
     package static let environmentVariable = "HALCYON_LIBVIPS_ONLY"
 
     /// The process-wide setting every image step reads when it is not handed one.
+    ///
+    /// Tests that need one engine hand an `ImageEngines` to the step rather than set this: suites running beside
+    /// them in the same process read it too.
     package static var current: ImageEngines {
         get { setting.withLock { $0 } }
         set { setting.withLock { $0 = newValue } }
