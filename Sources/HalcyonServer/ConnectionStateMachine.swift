@@ -33,8 +33,8 @@ protocol ConnectionOutputProbe {
 /// at a time checks the deadlines.
 ///
 /// Invariants (checked by `ConnectionPolicyStateMachineTests`):
-/// - a head deadline is set exactly while a head is awaited: no request in flight and no answer left to write;
-/// - a connection reports `.busy` to the cap while a request is in flight and its output is not stuck;
+/// - a head deadline is set only while no request is in flight, with a timer pending no later than it, and the
+///   cap is told the connection waits for a head exactly while one is awaited;
 /// - a close is held only while an answer's end is unwritten, never a forced one, and never without a write
 ///   timeout to bound it;
 /// - answers pair with requests in order; an answer no request reached (a parse error's 400) pairs with none;

@@ -214,4 +214,50 @@ struct ConnectionPolicyStateMachineTests {
         #expect(machine.answerEndWritten(now: Self.start, output: Output(isActive: false)) == [])
         #expect(machine.timerFired(now: Self.start + .seconds(60), output: Output(isActive: false)) == [])
     }
+
+    // MARK: - Invariants
+
+    @Test("Invariants over 20 000 random events: a head deadline only with no request in flight, under a pending timer and after a head report; a held close only with an answer left to write")
+    func randomInvariants() {
+        var generator = SplitMix(seed: 7)
+        var machine = Machine(timeouts: Self.timeouts)
+        var now = Self.start
+        var output = Output()
+        var lastReport: ConnectionWait?
+        func apply(_ actions: [Machine.Action]) -> Bool {
+            for case .report(let wait) in actions { lastReport = wait }
+            return actions.contains(.close) || actions.contains(.resetForWriteTimeout)
+        }
+        _ = apply(machine.started(now: now))
+        for step in 0..<20_000 {
+            now = now + .milliseconds(Int64(generator.next() % 700))
+            output.isWritable = generator.next() % 4 != 0
+            output.bufferedBytes = Int(generator.next() % 4) * 10_000
+            output.bytesAcknowledged += generator.next() % 2 * 1000
+            var ended = false
+            switch generator.next() % 7 {
+            case 0: ended = apply(machine.requestHead(Self.request(keepAlive: generator.next() % 5 != 0)).actions)
+            case 1: if machine.inFlight > 0 { _ = machine.answerHead(status: 200, keepAlive: true, hasLength: true); _ = machine.answerEnd() }
+            case 2: if machine.unsentEnds > 0 { ended = apply(machine.answerEndWritten(now: now, output: output)) }
+            case 3: ended = apply(machine.flushed(now: now, output: output))
+            case 4: ended = apply(machine.writabilityChanged(now: now, output: output))
+            case 5: if let timer = machine.timer, timer <= now { ended = apply(machine.timerFired(now: now, output: output)) }
+            default: _ = machine.closeRequested(all: true, active: true)
+            }
+            // A connection told to close or reset is done: a new one starts.
+            if ended {
+                machine = Machine(timeouts: Self.timeouts)
+                lastReport = nil
+                _ = apply(machine.started(now: now))
+            }
+            if let deadline = machine.headDeadline {
+                #expect(machine.inFlight == 0, "step \(step): a head deadline with a request in flight")
+                #expect(machine.timer.map { $0 <= deadline } == true, "step \(step): no timer for the head deadline")
+                if case .busy = lastReport { Issue.record("step \(step): reported busy while a head is awaited") }
+            } else if case .head = lastReport {
+                Issue.record("step \(step): reported waiting for a head while none is awaited")
+            }
+            #expect(!machine.closeHeld || machine.unsentEnds > 0, "step \(step): a close held with nothing to write out")
+        }
+    }
 }
