@@ -1,6 +1,7 @@
 import Foundation
 import Halcyon
 import NIOCore
+import Tracing
 
 // MARK: - Output: format, quality, size cap, metadata, pass-through
 
@@ -78,28 +79,46 @@ extension ImageService {
         }
     }
 
-    /// The source's bytes as they are, for `raw`, and for `skp` when the source's format is listed and is the
-    /// output format asked for (or none is asked); nil when `skp` does not apply. The download keeps every limit
-    /// (SSRF guard, size, timeouts); the bytes must sniff as an image.
-    func passThrough(_ source: Source, output: OutputRequest) async throws -> (entry: ResponseCache.Entry?, data: Data) {
-        let options = output.options
-        let data: Data
+    /// The source's bytes as they are. The download keeps every limit (SSRF guard, size, timeouts) and is the
+    /// `halcyon.fetch` span, the current context while it runs, so the HTTP client's span is its child and the
+    /// origin gets the trace context.
+    func sourceData(_ source: Source) async throws -> Data {
         do {
             switch source {
             case .network(let resource):
-                data = try await manager.downloader.downloadData(with: resource.downloadURL).data
+                let span = startSpan("halcyon.fetch", context: ServiceContext.current ?? .topLevel, ofKind: .internal)
+                defer { span.end() }
+                span.attributes["server.address"] = resource.downloadURL.host
+                do {
+                    let data = try await ServiceContext.withValue(span.context) {
+                        try await manager.downloader.downloadData(with: resource.downloadURL).data
+                    }
+                    span.attributes["http.response.body.size"] = data.count
+                    return data
+                } catch {
+                    span.recordError(error)
+                    throw error
+                }
             case .provider(let provider):
-                data = try await provider.data()
+                return try await provider.data()
             }
         } catch let error as HalcyonError {
             throw ServerError.from(error)
         }
+    }
+
+    /// The answer with the source's bytes as they are, for `raw`, and for `skp` when the source's format is listed
+    /// and is the output format asked for (or none is asked); nil when neither applies. With `raw` or `skp`, the
+    /// bytes must sniff as an image.
+    func passThrough(_ data: Data, output: OutputRequest) throws(ServerError) -> ResponseCache.Entry? {
+        let options = output.options
+        guard options.raw || !options.skipProcessing.isEmpty else { return nil }
         let format = ImageFormat(sniffing: data)
         guard format != .unknown else {
             throw ServerError(status: 422, code: "unsupported_format", message: "the source is not an image in a known format")
         }
         let asked = output.explicit ?? output.negotiated
-        guard options.raw || (options.skipProcessing.contains(format) && (asked == nil || asked == format)) else { return (nil, data) }
-        return (ResponseCache.Entry(body: data, contentType: format.mimeType, etag: ImageService.etag(data)), data)
+        guard options.raw || (options.skipProcessing.contains(format) && (asked == nil || asked == format)) else { return nil }
+        return ResponseCache.Entry(body: data, contentType: format.mimeType, etag: ImageService.etag(data))
     }
 }

@@ -131,7 +131,7 @@ public final class ImageService: Sendable {
             wait: .seconds(configuration.queueTimeout))
         defer { memory.release() }
         let processor = options.processor(
-            limits: decodingLimits, admission: memory, maxSide: configuration.maxResultDimension, watermark: watermark,
+            limits: decodingLimits, maxSide: configuration.maxResultDimension, watermark: watermark,
             identifier: "halcyon.server.plan(\(plan.cacheKey))")
 
         let rawKey = responseCacheKey(request)
@@ -140,32 +140,26 @@ public final class ImageService: Sendable {
             context.record.cacheTier = stored.tier
             return remember(stored.entry, rawKey: rawKey, request: request, plan: plan)
         }
-        let guarded = processor ?? memory.guarding(nil)
+        let work = Work(processor: processor, output: output, memory: memory, record: context.record)
         let entry: ResponseCache.Entry
         do {
             try checkLocalSize(plan.source)
-            entry = try await admission.run(on: context.channel) {
-                try await self.produce(source: plan.source, processor: guarded, output: output, record: context.record)
-            }
+            entry = try await admission.run(on: context.channel) { try await self.produce(plan.source, work) }
         } catch let failure as ServerError where fallback != nil && FallbackImage.replaces(failure) {
-            return try await fallbackResponse(failure, processor: guarded, output: output, context: context)
+            return try await fallbackResponse(failure, work: work, context: context)
         }
         if plan.storesResult { results.store(entry, for: plan.cacheKey) }
         return remember(entry, rawKey: rawKey, request: request, plan: plan)
     }
 
     /// The fallback image processed like the request, with `failure`'s status; `failure` itself when there is none.
-    private func fallbackResponse(
-        _ failure: ServerError, processor: any ImageProcessor, output: OutputRequest, context: ServerRequestContext
-    ) async throws -> Response {
+    private func fallbackResponse(_ failure: ServerError, work: Work, context: ServerRequestContext) async throws -> Response {
         guard let fallback else { throw failure }
         context.record.errorCode = failure.code
-        var plain = output
-        (plain.options.raw, plain.options.skipProcessing) = (false, [])
-        let output = plain
-        let entry = try await admission.run(on: context.channel) {
-            try await self.produce(source: fallback.source, processor: processor, output: output, record: context.record)
-        }
+        var plain = work
+        (plain.output.options.raw, plain.output.options.skipProcessing) = (false, [])
+        let work = plain
+        let entry = try await admission.run(on: context.channel) { try await self.produce(fallback.source, work) }
         return FallbackImage.response(entry, failure: failure)
     }
 
@@ -200,21 +194,74 @@ public final class ImageService: Sendable {
         }
     }
 
-    /// Retrieves, checks and encodes the image; cancelling the calling task stops every step.
+    /// What one request's work needs besides its source.
+    struct Work: Sendable {
+        /// The chain, nil when nothing is asked.
+        var processor: (any ImageProcessor)?
+        var output: OutputRequest
+        /// Reserves the estimate from the header before any pixel is decoded.
+        let memory: MemoryAdmission
+        let record: RequestRecord
+    }
+
+    /// Reads the source, admits its memory from the header, processes and encodes it; cancelling the calling task
+    /// stops every step.
     ///
-    /// `raw` and `skp` read the source's bytes first: they are the answer when they apply, else they are
-    /// handed to the manager, so the source is downloaded once.
-    private func produce(source: Source, processor: any ImageProcessor, output: OutputRequest, record: RequestRecord) async throws -> ResponseCache.Entry {
-        var source = source
+    /// In order: the host's lookup (DNS waits here, on the request's task, not in a downloader slot); the source's
+    /// bytes (`raw` and `skp` answer with them when they apply); the header, whose result size is checked and whose
+    /// memory estimate is reserved, suspending while the budget is short; then the manager decodes and processes
+    /// the bytes, and the result is encoded. With the manager's memory cache on, an image it holds is used first.
+    private func produce(_ source: Source, _ work: Work) async throws -> ResponseCache.Entry {
         if let gate, let url = source.url, !url.isFileURL {
-            // DNS waits here, on the request's task (its timeout and hang-up stop it), not in a downloader slot.
             do { try await gate.prepare(url) } catch { throw serverError(for: error) }
         }
-        if output.options.raw || !output.options.skipProcessing.isEmpty {
-            let passed = try await passThrough(source, output: output)
-            if let entry = passed.entry { return entry }
-            source = .provider(RawImageDataProvider(data: passed.data, cacheKey: source.cacheKey))
+        let started = ContinuousClock.now
+        var downloaded = Duration.zero
+        var input = source
+        if !heldInMemory(source, work.processor) {
+            let data = try await sourceData(source)
+            if source.url.map({ !$0.isFileURL }) ?? false {
+                downloaded = ContinuousClock.now - started
+                metrics.download(downloaded)
+            }
+            if let entry = try passThrough(data, output: work.output) { return entry }
+            try await admit(data, memory: work.memory)
+            input = .provider(RawImageDataProvider(data: data, cacheKey: source.cacheKey))
         }
+        let image = try await retrieve(input, processor: work.processor, record: work.record)
+        let span = startSpan("halcyon.encode", context: ServiceContext.current ?? .topLevel)
+        defer { span.end() }
+        let encoded: (body: Data, format: ImageFormat)
+        do {
+            encoded = try await encode(image, output: work.output)
+        } catch {
+            span.recordError(error)
+            throw error
+        }
+        span.attributes["halcyon.format"] = encoded.format.rawValue
+        span.attributes["halcyon.bytes"] = encoded.body.count
+        metrics.processing(max(.zero, (ContinuousClock.now - started) - downloaded))
+        metrics.computed()
+        return ResponseCache.Entry(body: encoded.body, contentType: encoded.format.mimeType, etag: Self.etag(encoded.body))
+    }
+
+    /// Whether the manager's memory cache holds the processed image of `source` (only when that cache has a size).
+    private func heldInMemory(_ source: Source, _ processor: (any ImageProcessor)?) -> Bool {
+        guard configuration.memoryCacheMegabytes > 0 else { return false }
+        return manager.cache.imageCachedType(forKey: source.cacheKey, processorIdentifier: processor?.identifier ?? "") == .memory
+    }
+
+    /// Opens the header of `data` and reserves its memory estimate.
+    private func admit(_ data: Data, memory: MemoryAdmission) async throws {
+        do throws(HalcyonError) {
+            try await memory.admit(ImageDecoder.open(data, options: decodingLimits), source: data)
+        } catch {
+            throw serverError(for: error)
+        }
+    }
+
+    /// The processed image through the manager, with the server's limits, checked against the result limits.
+    private func retrieve(_ source: Source, processor: (any ImageProcessor)?, record: RequestRecord) async throws -> Image {
         // The service keeps results encoded (response cache, result storage); the manager
         // keeps decoded images in memory only when the operator gave that cache a size.
         var items: HalcyonOptionsInfo = [
@@ -223,12 +270,11 @@ public final class ImageService: Sendable {
             .maxFrameCount(decodingLimits.maxFrameCount),
             .decodingStrictness(decodingLimits.strictness),
             .callbackQueue(.untouch),
-            .processor(processor),
             .cacheMemoryOnly,
         ]
+        if let processor { items.append(.processor(processor)) }
         if decodingLimits.onlyFirstFrame { items.append(.onlyLoadFirstFrame) }
         if configuration.memoryCacheMegabytes == 0 { items.append(.forceRefresh) }
-        let started = ContinuousClock.now
         let result: RetrieveImageResult
         do {
             result = try await manager.retrieveImage(with: source, options: items)
@@ -237,24 +283,8 @@ public final class ImageService: Sendable {
         }
         metrics.cache(Self.cacheName(result.cacheType))
         record.cacheTier = Self.cacheName(result.cacheType)
-        let downloadSeconds = result.metrics?.totalDuration ?? 0
-        if downloadSeconds > 0 { metrics.download(.milliseconds(Int64(downloadSeconds * 1000))) }
         try checkResult(result.image)
-        let span = startSpan("halcyon.encode", context: ServiceContext.current ?? .topLevel)
-        defer { span.end() }
-        let encoded: (body: Data, format: ImageFormat)
-        do {
-            encoded = try await encode(result.image, output: output)
-        } catch {
-            span.recordError(error)
-            throw error
-        }
-        span.attributes["halcyon.format"] = encoded.format.rawValue
-        span.attributes["halcyon.bytes"] = encoded.body.count
-        let processing = (ContinuousClock.now - started) - .milliseconds(Int64(downloadSeconds * 1000))
-        metrics.processing(max(.zero, processing))
-        metrics.computed()
-        return ResponseCache.Entry(body: encoded.body, contentType: encoded.format.mimeType, etag: Self.etag(encoded.body))
+        return result.image
     }
 
     /// A strong ETag for a body: the first 16 bytes of its SHA-256, quoted.

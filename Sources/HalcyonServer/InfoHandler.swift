@@ -31,9 +31,9 @@ extension ImageService {
         let info = try await admission.run(on: context.channel) {
             let data = try await self.sourceData(source)
             do throws(HalcyonError) {
+                try await memory.admitInfo(ImageDecoder.open(data, options: limits), source: data)
                 return try await RenderCancellation.perform(on: self.encodeQueue) { () throws(HalcyonError) -> ImageInfo in
-                    try memory.admitInfo(ImageDecoder.open(data, options: limits), source: data)
-                    return try ImageInfo.inspect(data, blurHashComponents: components, options: limits)
+                    try ImageInfo.inspect(data, blurHashComponents: components, options: limits)
                 }
             } catch {
                 throw ServerError.from(error)
@@ -64,19 +64,5 @@ extension ImageService {
             components = (x, y)
         }
         return components
-    }
-
-    /// The source's bytes: downloaded through the guarded downloader, or read from the local root.
-    private func sourceData(_ source: Source) async throws -> Data {
-        do {
-            switch source {
-            case .network(let resource):
-                return try await manager.downloader.downloadData(with: resource.downloadURL).data
-            case .provider(let provider):
-                return try await provider.data()
-            }
-        } catch let error as HalcyonError {
-            throw ServerError.from(error)
-        }
     }
 }

@@ -31,22 +31,9 @@ final class MemoryAdmission: Sendable {
         self.wait = wait
     }
 
-    /// `base` (or plain decoding) behind the admission check; same identifier, so caching and coalescing are unchanged.
-    ///
-    /// For a chain that starts with the resize step, which opens the source
-    /// once and calls ``admit(_:)`` itself, use that chain as it is.
-    func guarding(_ base: (any ImageProcessor)?) -> any ImageProcessor {
-        let processor = base ?? DefaultImageProcessor.default
-        return GeneralProcessor(identifier: base?.identifier ?? "") { item, parsed throws(HalcyonError) in
-            if case .data(let data) = item {
-                try self.admit(ImageDecoder.open(data, options: parsed.decodingOptions), source: data)
-            }
-            return try processor.process(item: item, options: parsed)
-        }
-    }
-
-    /// Checks the result's size and reserves the estimate for an opened source (`data`, its bytes); throws before any decoding.
-    func admit(_ header: ImageDecoder.OpenedImage, source data: Data) throws(HalcyonError) {
+    /// Checks the result's size and reserves the estimate for an opened source (`data`, its bytes), suspending while
+    /// the budget is short (see ``MemoryBudget/reserve(_:waitingAtMost:)``); throws before any decoding.
+    func admit(_ header: ImageDecoder.OpenedImage, source data: Data) async throws(HalcyonError) {
         let frames = max(1, header.frameCount)
         let plan = Self.plan(options: options, width: header.width, height: header.height, format: header.format)
         guard plan.width <= maxResultSide, plan.height <= maxResultSide else {
@@ -55,7 +42,7 @@ final class MemoryAdmission: Sendable {
         guard plan.resultPixels * frames <= maxResultPixels else {
             throw .processorError(reason: .resultTooLarge(width: plan.width, height: plan.height, frames: frames, limit: maxResultPixels))
         }
-        try reserve(estimate(header, source: data))
+        try await reserve(estimate(header, source: data))
     }
 
     /// The estimate ``admit(_:source:)`` reserves for an opened source (`data`, its bytes), encoded in the format
@@ -70,8 +57,8 @@ final class MemoryAdmission: Sendable {
 
     /// Reserves the estimate of `/info` for an opened source: its loader, and a decode shrunk to 64 pixels
     /// (libjpeg's 1/8 for a JPEG), of the first frame; nothing is encoded.
-    func admitInfo(_ header: ImageDecoder.OpenedImage, source data: Data) throws(HalcyonError) {
-        try reserve(Self.infoBytes(header, source: data))
+    func admitInfo(_ header: ImageDecoder.OpenedImage, source data: Data) async throws(HalcyonError) {
+        try await reserve(Self.infoBytes(header, source: data))
     }
 
     /// The estimate ``admitInfo(_:source:)`` reserves.
@@ -83,8 +70,8 @@ final class MemoryAdmission: Sendable {
             sourcePixels: sourcePixels, decodePixels: decodePixels, resultPixels: 64 * 64, frames: 1, output: nil)
     }
 
-    private func reserve(_ bytes: Int) throws(HalcyonError) {
-        let reservation = try budget.reserve(bytes, waitingAtMost: wait)
+    private func reserve(_ bytes: Int) async throws(HalcyonError) {
+        let reservation = try await budget.reserve(bytes, waitingAtMost: wait)
         reservations.withLock { $0.append(reservation) }
     }
 

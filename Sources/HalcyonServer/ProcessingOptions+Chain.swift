@@ -18,7 +18,7 @@ extension ProcessingOptions {
     /// render differently never share a cached or coalesced image.
     public func processor(limits: ImageDecodingOptions, maxSide: Int = 16_384, watermark: WatermarkSource? = nil) -> (any ImageProcessor)? {
         let identity = ChainIdentity(options: self, maxSide: maxSide, watermark: watermark?.name)
-        return processor(limits: limits, admission: nil, maxSide: maxSide, watermark: watermark,
+        return processor(limits: limits, maxSide: maxSide, watermark: watermark,
                          identifier: "halcyon.server.options(\(ImageRequestPlan.digest(identity)))")
     }
 
@@ -35,18 +35,15 @@ extension ProcessingOptions {
             || flipHorizontal || flipVertical || extend != nil || extendAspectRatio != nil || autoRotate == false
     }
 
-    /// The chain, under `identifier`, with `admission` checked before any decoding: by the geometry step, which
-    /// opens the source once for the check and the decode, or around the whole chain when there is no geometry.
-    /// `identifier` must stand for everything the chain renders from (the request plan's key does).
+    /// The chain under `identifier`, which must stand for everything the chain renders from (the request plan's
+    /// key does); nil when nothing is asked.
     func processor(
-        limits: ImageDecodingOptions, admission: MemoryAdmission?, maxSide: Int = 16_384, watermark: WatermarkSource? = nil,
-        identifier: String
+        limits: ImageDecodingOptions, maxSide: Int = 16_384, watermark: WatermarkSource? = nil, identifier: String
     ) -> (any ImageProcessor)? {
         var steps: [any ImageProcessor] = []
         if hasGeometry {
             var step = thumbnailStep(limits: limits)
             step.maxSide = maxSide
-            step.admission = admission
             step.trace = ServiceContext.current
             steps.append(step.processor)
         }
@@ -57,14 +54,12 @@ extension ProcessingOptions {
         if let tint { steps.append(TintImageProcessor(tint: tint)) }
         if let round, round > 0 { steps.append(RoundCornerImageProcessor(cornerRadius: CGFloat(round))) }
         steps += finishingSteps(maxSide: maxSide, watermark: watermark)
-        guard var chain = steps.first else { return admission.map { $0.guarding(nil) } }
+        guard var chain = steps.first else { return nil }
         for step in steps.dropFirst() { chain = chain |> step }
         let whole = chain
-        let identified = GeneralProcessor(identifier: identifier) { item, options throws(HalcyonError) in
+        return GeneralProcessor(identifier: identifier) { item, options throws(HalcyonError) in
             try whole.process(item: item, options: options)
         }
-        if let admission, !hasGeometry { return admission.guarding(identified) }
-        return identified
     }
 
     /// Whether zoom and pixel ratio alone (no width or height) change the source's size.

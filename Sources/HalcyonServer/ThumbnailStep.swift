@@ -38,8 +38,6 @@ struct ThumbnailStep: Sendable {
     var maxSide = 16_384
     /// False undoes the EXIF orientation the decoder applied (`ar:0`).
     var autoRotate = true
-    /// Checked with the opened source before any pixel is decoded.
-    var admission: MemoryAdmission? = nil
     /// The request's trace context: `halcyon.decode` and `halcyon.process` spans are its children.
     var trace: ServiceContext? = nil
 
@@ -88,13 +86,12 @@ struct ThumbnailStep: Sendable {
         return try extended(image, to: plan.canvas, options: options)
     }
 
-    /// Opens, admits and decodes the source, shrunk on load when the plan allows; gives the upright source size.
+    /// Opens and decodes the source, shrunk on load when the plan allows; gives the upright source size.
     private func decode(_ data: Data, options: HalcyonParsedOptionsInfo) throws(HalcyonError) -> (Image, (width: Int, height: Int)) {
         let span = trace.map { startSpan("halcyon.decode", context: $0) }
         defer { span?.end() }
         var decoding = options.decodingOptions
         let header = try ImageDecoder.open(data, options: decoding)
-        try admission?.admit(header, source: data)
         let sideways = autoRotate && header.isSideways
         let upright = sideways ? (header.height, header.width) : (header.width, header.height)
         let scale = plan(sourceWidth: upright.0, sourceHeight: upright.1).scale

@@ -233,7 +233,7 @@ struct ServerMemoryAdmissionTests {
         defer { Task { await fixture.stop() } }
         let path = "/info" + fixture.signedPath("", source: fixture.source("/files/small.png"))
         let budget = fixture.server.service.memoryBudget
-        let held = try budget.reserve(60 << 20, waitingAtMost: .zero)
+        let held = try await budget.reserve(60 << 20, waitingAtMost: .zero)
         let busy = try await fixture.get(path)
         #expect(busy.status == 429 && busy.errorCode == "memory_busy", "\(busy.status) \(busy.errorMessage ?? "")")
         held.release()
