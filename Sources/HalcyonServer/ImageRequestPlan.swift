@@ -81,8 +81,10 @@ public struct ImageRequestPlan: Sendable, Hashable {
     /// Whether results go to the result tiers: only those of http(s) sources (a local file is its own durable copy).
     var storesResult: Bool { source.url.map { !$0.isFileURL } ?? false }
 
+    /// Whether two plans give the same answer: their identities are equal.
     public static func == (left: ImageRequestPlan, right: ImageRequestPlan) -> Bool { left.identity == right.identity }
 
+    /// Hashes the identity only.
     public func hash(into hasher: inout Hasher) { hasher.combine(identity) }
 
     /// The SHA-256, in hex, of `value`'s JSON encoding with sorted keys: the same in every process and on every

@@ -27,29 +27,40 @@ struct MemoryBudgetTests {
         #expect(budget.usedBytes == 0)
     }
 
-    @Test("A waiter is resumed when bytes come back, in the order waiters came")
-    func waitersResumeInOrder() async throws {
+    @Test("Waiters are admitted in the order they came: a later, smaller one does not pass a waiting larger one")
+    func laterWaiterDoesNotPass() async throws {
         let budget = MemoryBudget(capacity: 4 * Self.mebibyte)
-        let held = try await budget.reserve(4 * Self.mebibyte, waitingAtMost: .zero)
-        let order = Locked<[Int]>([])
-        let first = Task {
-            let reservation = try await budget.reserve(3 * Self.mebibyte, waitingAtMost: .seconds(10))
-            order.withLock { $0.append(1) }
-            return reservation
-        }
+        let held = try await budget.reserve(3 * Self.mebibyte, waitingAtMost: .zero)
+        let first = Task { try await budget.reserve(2 * Self.mebibyte, waitingAtMost: .seconds(10)) }
         #expect(await Self.eventually { budget.waitingCount == 1 })
-        let second = Task {
-            let reservation = try await budget.reserve(1 * Self.mebibyte, waitingAtMost: .seconds(10))
-            order.withLock { $0.append(2) }
-            return reservation
-        }
+        // 1 MiB is free, but the first waiter came before.
+        let second = Task { try await budget.reserve(1 * Self.mebibyte, waitingAtMost: .seconds(10)) }
         #expect(await Self.eventually { budget.waitingCount == 2 })
+        #expect(budget.usedBytes == 3 * Self.mebibyte)
         held.release()
         let one = try await first.value
         let two = try await second.value
-        #expect(order.withLock { $0 } == [1, 2])
-        #expect(budget.usedBytes == 4 * Self.mebibyte)
+        #expect(budget.usedBytes == 3 * Self.mebibyte)
         one.release()
+        two.release()
+        #expect(budget.usedBytes == 0)
+    }
+
+    @Test("Bytes coming back admit the first waiter; the next one waits until it fits too")
+    func headOfQueueFirst() async throws {
+        let budget = MemoryBudget(capacity: 4 * Self.mebibyte)
+        let held = try await budget.reserve(4 * Self.mebibyte, waitingAtMost: .zero)
+        let first = Task { try await budget.reserve(3 * Self.mebibyte, waitingAtMost: .seconds(10)) }
+        #expect(await Self.eventually { budget.waitingCount == 1 })
+        let second = Task { try await budget.reserve(2 * Self.mebibyte, waitingAtMost: .seconds(10)) }
+        #expect(await Self.eventually { budget.waitingCount == 2 })
+        held.release()
+        let one = try await first.value
+        #expect(budget.usedBytes == 3 * Self.mebibyte)
+        #expect(budget.waitingCount == 1, "the second waiter does not fit beside the first")
+        one.release()
+        let two = try await second.value
+        #expect(budget.usedBytes == 2 * Self.mebibyte)
         two.release()
         #expect(budget.usedBytes == 0)
     }

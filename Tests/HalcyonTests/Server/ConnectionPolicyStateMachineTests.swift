@@ -219,7 +219,7 @@ struct ConnectionPolicyStateMachineTests {
 
     @Test("Invariants over 20 000 random events: a head deadline only with no request in flight, under a pending timer and after a head report; a held close only with an answer left to write")
     func randomInvariants() {
-        var generator = SplitMix(seed: 7)
+        var generator = SeededGenerator(state: 7)
         var machine = Machine(timeouts: Self.timeouts)
         var now = Self.start
         var output = Output()

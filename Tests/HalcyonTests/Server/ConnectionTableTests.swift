@@ -49,7 +49,7 @@ struct ConnectionTableTests {
 
     @Test("Invariants over 20 000 random events: at most the capacity counted, open is the number counted in minus those gone, only waiting connections displaced, after the grace")
     func randomInvariants() {
-        var generator = SplitMix(seed: 42)
+        var generator = SeededGenerator(state: 42)
         var table = Table(capacity: 8, grace: .seconds(1))
         var counted = Set<Int>()
         var waits: [Int: ConnectionWait] = [:]
@@ -147,20 +147,5 @@ struct ConnectionTableTests {
         let gone = await #expect(throws: ServerError.self) { try await admission.run(on: channel) { ran.withLock { $0 = true } } }
         #expect(gone?.statusCode == 499 && !ran.withLock { $0 })
         _ = try? await channel.finish()
-    }
-}
-
-/// A small seeded generator (SplitMix64), so the random invariants test is the same on every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
