@@ -54,6 +54,10 @@ package final class MemoryBudget: Sendable {
         guard needed <= capacity else {
             throw .processorError(reason: .memoryBudgetExceeded(neededBytes: needed, budgetBytes: capacity, waited: false))
         }
+        // The common case, bytes free and nobody waiting, needs no deadline, continuation or queue.
+        if !Task.isCancelled, state.withLock({ Self.take(needed, from: &$0, capacity: capacity) }) {
+            return MemoryReservation(bytes: needed, budget: self)
+        }
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             state.pending.insert(state.nextID)
@@ -81,10 +85,7 @@ package final class MemoryBudget: Sendable {
             state.pending.remove(id)
             let early = state.endedEarly.removeValue(forKey: id)
             if case .requestError = early { return .some(early) }
-            if state.waiters.isEmpty && state.used + bytes <= capacity {
-                state.used += bytes
-                return .some(nil)
-            }
+            if Self.take(bytes, from: &state, capacity: capacity) { return .some(nil) }
             if let early { return .some(early) }
             state.waiters.append(Waiter(id: id, bytes: bytes, continuation: continuation))
             return .none
@@ -113,6 +114,13 @@ package final class MemoryBudget: Sendable {
             return Self.admitWaiters(&state, capacity: capacity)
         }
         admitted.forEach { $0.continuation.resume(returning: nil) }
+    }
+
+    /// Takes `bytes` when they are free and nobody waits before them.
+    private static func take(_ bytes: Int, from state: inout State, capacity: Int) -> Bool {
+        guard state.waiters.isEmpty, state.used + bytes <= capacity else { return false }
+        state.used += bytes
+        return true
     }
 
     /// Takes the bytes of the waiters at the head of the queue while they fit, in order; gives them back to resume.
