@@ -1,0 +1,66 @@
+import Foundation
+import Halcyon
+import Hummingbird
+
+extension ImageService {
+    // MARK: - Responses
+
+    /// The answer from the response cache for a request as sent (path and `Accept`), or nil.
+    ///
+    /// Runs before the path is parsed and its signature checked: an entry is
+    /// only ever stored under a path that passed both. A request with a body
+    /// is not answered here (the image handler refuses it).
+    func cachedResponse(for request: Request, context: ServerRequestContext) -> Response? {
+        guard let answer = cachedAnswer(path: request.uri.path, headers: request.headers) else { return nil }
+        context.record.route = "image"
+        context.record.cacheTier = "response"
+        return answer.response
+    }
+
+    /// The answer from the response cache for a request's path (as Hummingbird's `URI` reads it) and headers, or nil;
+    /// counts the hit. What ``cachedResponse(for:context:)`` and the channel's ``CachedResponseHandler`` both use.
+    func cachedAnswer(path: String, headers: HTTPFields) -> CachedAnswer? {
+        guard headers[.contentLength] == nil, headers[.transferEncoding] == nil,
+              let entry = responses.value(for: responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
+        // An expired URL's entry is not found (the cache drops it); the image handler refuses the URL.
+        metrics.cache("response")
+        return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince])
+    }
+
+    /// The response cache's key: the path as sent and the format its `Accept` header negotiates.
+    func responseCacheKey(_ request: Request) -> String {
+        responseCacheKey(path: request.uri.path, accept: request.headers[.accept])
+    }
+
+    /// The response cache's key of a path and an `Accept` header: the path and the format the header
+    /// negotiates (none when it names no format this server writes), not the header itself, so requests whose
+    /// headers differ only in wording share one entry and a client cannot flush the cache by varying them.
+    func responseCacheKey(path: String, accept: String?) -> String {
+        path + "\n" + (negotiatedFormats.format(accepting: accept)?.rawValue ?? "")
+    }
+
+    /// Builds the entry's headers once, keeps it in the response cache and answers with it.
+    func remember(_ entry: ResponseCache.Entry, rawKey: String, request: Request, plan: ImageRequestPlan) -> Response {
+        let options = plan.options
+        var entry = entry
+        entry.expires = plan.expires
+        var headers = HTTPFields()
+        if options.filename != nil || options.attachment {
+            headers[.contentDisposition] = Self.contentDisposition(options, contentType: entry.contentType)
+        }
+        headers[.eTag] = entry.etag
+        headers[.lastModified] = entry.lastModified
+        headers[.cacheControl] = configuration.successCacheControl
+        headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
+        headers[.xContentTypeOptions] = "nosniff"
+        if plan.variesWithAccept { headers[.vary] = "Accept" }
+        entry.headers = headers
+        headers[.contentType] = entry.contentType
+        headers[.contentLength] = String(entry.buffer.readableBytes)
+        entry.fullHeaders = headers
+        responses.store(entry, for: rawKey)
+        return CachedAnswer(
+            entry, ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince]
+        ).response
+    }
+}
