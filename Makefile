@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps test-deps test-fleet bench-fleet bench-tracing build release run test test-asan test-tsan check bench bench-server bench-cli soak clean
+.PHONY: deps test-deps test-fleet bench-fleet bench-tracing build release run test test-asan test-tsan check docs bench bench-server bench-cli soak clean
 
 ## deps: install libvips-dev, libisal-dev (ISA-L's inflate, for the PNG loader), libdeflate-dev (the PNG
 ##       encoder's compression) and pkg-config when missing.
@@ -65,6 +65,13 @@ test-fleet: test-deps
 
 ## check: what CI runs after `make test`: both sanitizer runs.
 check: test test-asan test-tsan
+
+## docs: the DocC reference of the public modules (Halcyon, HalcyonServer: their articles and every public
+##       symbol) with swift-docc-plugin, any DocC warning (a broken symbol link, a bad topic) an error. Reuses
+##       the debug build in .build; archives in .build/plugins/Swift-DocC/outputs/<module>.doccarchive.
+DOCS_TARGETS := Halcyon HalcyonServer
+docs: deps
+	$(SWIFT) package generate-documentation $(foreach target,$(DOCS_TARGETS),--target $(target)) --warnings-as-errors
 
 ## release: the shipped `halcyon`, optimised, with the Swift runtime and Foundation linked in
 ##          (--static-swift-stdlib): it runs where libvips and its codecs are installed, with no Swift

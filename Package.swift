@@ -33,6 +33,8 @@ let package = Package(
         // OTLP/HTTP export of traces only (no gRPC): linked into the `halcyon` tool behind the default trait
         // OpenTelemetry (the ThreadSanitizer run builds without it: swift-otel does not compile with -sanitize=thread).
         .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // The `swift package generate-documentation` command (`make docs`); a command plugin, built only when run.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -70,7 +72,9 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
-            ]
+            ],
+            // The pipeline's design notes, for readers of the source; not a resource.
+            exclude: ["Pipeline/README.md"]
         ),
         .target(
             name: "HalcyonRedis",

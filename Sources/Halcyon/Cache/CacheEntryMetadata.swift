@@ -3,7 +3,7 @@ import Foundation
 /// HTTP and bookkeeping facts stored with a disk cache entry, for later revalidation.
 ///
 /// Every field is optional: an entry stored without a response has only its
-/// key and dates. Kept inside the entry file (see ``DiskEntryHeader``), so it
+/// key and dates. Kept inside the entry file, in its header, so it
 /// can never disagree with the bytes it describes.
 public struct CacheEntryMetadata: Sendable, Hashable {
     /// The key the entry was stored under, before hashing into a file name.

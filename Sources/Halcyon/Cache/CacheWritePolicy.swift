@@ -70,7 +70,7 @@ public struct CacheWritePolicy: Sendable, Hashable {
             && lhs.syncsWrites == rhs.syncsWrites && lhs.waitsForDisk == rhs.waitsForDisk
     }
 
-    /// Hashes what ``==`` compares.
+    /// Hashes what ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(serializerIdentity)
         hasher.combine(toDisk)

@@ -21,7 +21,8 @@ extension DiskStorage.Backend {
     ///
     /// The extension is `forcedExtension`, else `config.pathExtension`, else
     /// (with `autoExtAfterHashedFileName`) the extension of `extensionKey`
-    /// (default `key`) by Kingfisher's rule (``keyExtension(_:)``): `photo.png`
+    /// (default `key`) by Kingfisher's rule (the text after the last `.` before the
+    /// first `@`, when that is 1–20 ASCII letters or digits): `photo.png`
     /// processed (`photo.png@processor`) is named `<hash>.png` like the original,
     /// whatever the processor's identifier says. An invalid `forcedExtension` is
     /// ignored. Without hashing, the name is the key itself, `@` included, as in

@@ -7,5 +7,5 @@ extension Notification.Name {
     public static let HalcyonDidCleanDiskCache = Notification.Name("com.halcyon.HalcyonDidCleanDiskCache")
 }
 
-/// The `userInfo` key of ``Foundation/Notification/Name/HalcyonDidCleanDiskCache``: the removed file names, `[String]`.
+/// The `userInfo` key of ``Foundation/NSNotification/Name/HalcyonDidCleanDiskCache``: the removed file names, `[String]`.
 public let HalcyonDiskCacheCleanedHashKey = "com.halcyon.HalcyonDiskCacheCleanedHashKey"

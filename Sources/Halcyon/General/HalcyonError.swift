@@ -119,7 +119,7 @@ public enum HalcyonError: Error, Sendable, CustomStringConvertible {
         /// Encoding to the format failed, or this libvips cannot write it.
         case encodeFailed(format: ImageFormat, message: String)
         /// A processor failed on `item` (Kingfisher's payload). The pipeline, the downloader and the manager
-        /// report a processor's engine failure this way; the engine's own words stay in ``operationFailed``,
+        /// report a processor's engine failure this way; the engine's own words stay in ``operationFailed(operation:message:)``,
         /// which a processor called directly throws.
         case processingFailed(processor: any ImageProcessor, item: ImageProcessItem)
         /// An image-engine operation failed; `operation` names the step, `message` is libvips' text.

@@ -104,7 +104,7 @@ public enum ImageDecoder {
 
     /// Reads only the header of `data`: pixel width, frame height, frame count and format.
     ///
-    /// Applies the same limits as ``decode(_:options:)`` (pixels, frames), so a
+    /// Applies the same limits as ``decode(_:options:)-(Data,_)`` (pixels, frames), so a
     /// decompression bomb is refused here without decoding any pixels. The size
     /// is as stored, before EXIF orientation.
     public static func probe(

@@ -7,7 +7,7 @@ import CHalcyonVips
 /// from any thread then makes every render of that work fail at its next
 /// tile (or, for decoding, its next strip of 64 rows), so CPU use stops
 /// within milliseconds and the work throws `requestError(.taskCancelled)`.
-/// ``perform(on:_:)`` does both for async callers: the calling task's
+/// ``perform(on:_:)-(CallbackQueue,_)`` and ``perform(on:_:)-(WorkQueue,_)`` do both for async callers: the calling task's
 /// cancellation cancels the work. Work inside one libvips call that does not
 /// render through tiles (an AVIF encoder's own pass over an image, a whole
 /// animation read by its loader before the first tile, the quantising and

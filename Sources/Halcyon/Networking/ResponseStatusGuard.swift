@@ -62,9 +62,9 @@ struct InvalidResponseStatus: Error, Sendable {
 }
 
 extension HTTPClient.Configuration {
-    /// Puts a ``ResponseStatusGuard`` on every HTTP/1 connection and every HTTP/2 stream the client opens, so an
+    /// Puts a `ResponseStatusGuard` on every HTTP/1 connection and every HTTP/2 stream the client opens, so an
     /// origin's invalid status is an error (`invalidHTTPStatusCode`) instead of stopping the process, and a
-    /// ``ContentCodingGuard``, so a body in a coding the client cannot decode is `unsupportedContentEncoding`
+    /// `ContentCodingGuard`, so a body in a coding the client cannot decode is `unsupportedContentEncoding`
     /// instead of undecoded bytes; initializers already set run after them. Every client that fetches sources needs it: the downloader's own, and those a
     /// gate hands out.
     public mutating func guardResponseStatus() {
