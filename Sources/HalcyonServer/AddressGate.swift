@@ -23,11 +23,11 @@ import NIOPosix
 /// 5 s). So at most `clientCapacity × connectionsPerClient` pooled connections
 /// live in cached clients. An evicted client is shut down (its connections
 /// closed) at once when no download uses it, else when the last one ends (the
-/// downloader calls ``ImageDownloaderConnection/finished``), at the latest
+/// downloader calls `ImageDownloaderConnection.finished`), at the latest
 /// after a grace period: host names that change with every request cannot pile
 /// up clients. One lock guards the cache.
 ///
-/// Lookups (``HostLookup``) run on threads of their own, at most 16 at once and
+/// Lookups run on threads of their own, at most 16 at once and
 /// 64 names in flight; a hop waits for its lookup at most `timeout` and stops
 /// waiting when its task is cancelled, so a name that resolves slowly holds
 /// neither the download's slot nor its request past those. An IP literal is
@@ -113,7 +113,7 @@ public final class AddressGate: ImageDownloaderConnectionGate {
     /// The pinned client for `url` (nil for a vetted IP literal); see ``connection(for:)``, whose URL must be the one sent.
     ///
     /// The client is not leased: once the cache evicts it, it is shut down. Downloads go through
-    /// ``connection(for:)``, whose lease keeps the client until ``ImageDownloaderConnection/finished`` is called.
+    /// ``connection(for:)``, whose lease keeps the client until `ImageDownloaderConnection.finished` is called.
     public func client(for url: URL) async throws(HalcyonError) -> HTTPClient? {
         let connection = try await connection(for: url)
         connection.finished?()

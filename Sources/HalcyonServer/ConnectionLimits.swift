@@ -2,18 +2,18 @@ import Halcyon
 import NIOCore
 
 /// The connection-level limits of the service, applied on every HTTP/1
-/// connection of the main port by a ``ConnectionHandler``: a cap on open
+/// connection of the main port by a `ConnectionHandler`: a cap on open
 /// connections (imgproxy's `MAX_CLIENTS`) with displacement, a deadline for
 /// each request's head (against slowloris clients that trickle header bytes,
 /// and idle keep-alive connections), a write timeout for clients that stop
 /// reading (as nginx's `send_timeout` with `reset_timedout_connection`), and
-/// the signals of clients that hang up (``hangUps``: Hummingbird keeps
+/// the signals of clients that hang up (`hangUps`: Hummingbird keeps
 /// half-closed connections open, so a request learns of a gone client only
 /// through them).
 ///
-/// The policy is in two values: each connection's ``ConnectionStateMachine``
+/// The policy is in two values: each connection's `ConnectionStateMachine`
 /// (deadlines, held closes, keep-alive rules), and the cap's
-/// ``ConnectionTable`` (who is counted and how each waits; at the cap, as
+/// `ConnectionTable` (who is counted and how each waits; at the cap, as
 /// nginx does, a newcomer displaces the connection that has waited longest
 /// for its client once it has waited ``displacementGrace``, else it is
 /// refused). So silent sockets cannot keep real clients out, and a flood of

@@ -62,7 +62,7 @@ extension ProcessingOptions {
 
     /// The format a bare file extension names, if Halcyon can write it.
     ///
-    /// ``OutputEncodingPolicy/format(forExtension:)`` on a single word: `jpg`,
+    /// `OutputEncodingPolicy.format(forExtension:)` on a single word: `jpg`,
     /// `jpeg`, `jpe`, `png`, `webp`, `avif`, `gif`, `tif`, `tiff`, any case;
     /// text with a dot or a slash is refused.
     public static func outputFormat(extension text: String) -> ImageFormat? {

@@ -8,7 +8,7 @@ import Halcyon
 /// `force` gives exactly the size asked. A zero side follows the aspect ratio.
 /// The geometry runs in imgproxy's order: trim, rotate and flip, crop, resize,
 /// the fill crop, extend; then the filters, padding, background, watermark
-/// and metadata stripping (see ``processor(limits:maxSide:)``).
+/// and metadata stripping.
 public struct ProcessingOptions: Sendable, Hashable, Codable {
     /// How the image is fitted into the width and height.
     public enum ResizeMode: String, Sendable, Hashable, Codable {
@@ -175,7 +175,7 @@ extension ProcessingOptions {
         case ea
         /// West (left).
         case we
-        /// Smart: libvips' attention model picks the crop (see ``SmartCroppingImageProcessor``); offsets are ignored.
+        /// Smart: libvips' attention model picks the crop (see `SmartCroppingImageProcessor`); offsets are ignored.
         case sm
         /// North-east (top right).
         case noea

@@ -12,7 +12,7 @@ public struct ServerRequestContext: RequestContext {
     public let channel: any Channel
     /// What the handlers report about the request (route, cache tier, error code).
     public let record = RequestRecord()
-    /// An image request's path, parsed (and its signature checked) by ``SignatureMiddleware``, so the handler
+    /// An image request's path, parsed (and its signature checked) by the signature middleware, so the handler
     /// does not parse it again.
     public var imagePath: ImageRequestPath?
 

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Turns a request's source text into a Halcyon ``Source``: http(s) URLs
+/// Turns a request's source text into a Halcyon `Source`: http(s) URLs
 /// (without userinfo, checked against the allowed sources, see
 /// ``SourceAllowList``) and `local://path` under the configured root (no `..`,
 /// symlinks resolved with realpath and required to stay under the root).
