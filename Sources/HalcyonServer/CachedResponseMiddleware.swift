@@ -1,16 +1,15 @@
 import Hummingbird
 
 /// Answers a repeated image request from the response cache before the
-/// signature is checked again or the path parsed.
+/// signature is checked again or the path parsed: the one path every cache
+/// hit takes, so a hit is logged, counted and (when tracing) a span like any
+/// other request, and pipelined answers keep their order (Hummingbird's).
 ///
-/// Most hits never get here: the connection's ``CachedResponseHandler``
-/// answers them first. This answers the rest: a hit pipelined behind a
-/// request still being answered, one with `Connection: close`, and every hit
-/// when tracing is on (each request is then a span).
-///
-/// Safe because the cache is keyed by the path as sent: an entry exists only
-/// for a path that passed ``SignatureMiddleware`` and the image handler
-/// once, and the same bytes verify the same way. Misses go on unchanged.
+/// Safe because the cache is keyed by the path as sent (and the format its
+/// `Accept` negotiates, ``ResponseCache/Key``): an entry exists only for a
+/// path that passed ``SignatureMiddleware`` and the image handler once, and
+/// the same bytes verify the same way. A request with a body is not answered
+/// here (the image handler refuses it). Misses go on unchanged.
 struct CachedResponseMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
 

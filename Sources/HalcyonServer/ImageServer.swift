@@ -176,10 +176,7 @@ public final class ImageServer: Service {
         images.head("**") { request, context in try await service.image(request, context: context) }
         // Hummingbird's own idle timeout; the connection policy (cap, head and write timeouts) is the limits'.
         let http = HTTP1Channel.Configuration(idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
-        // Response cache hits are answered on the event loop, unless each request must be a trace span.
-        var cachedHits: (@Sendable () -> CachedResponseHandler)?
-        if configuration.traceEndpoint == nil { cachedHits = { CachedResponseHandler(service: service, log: log) } }
-        let server = ServerHTTP1Channel.builder(configuration: http, limits: service.connections, makeCachedResponseHandler: cachedHits)
+        let server = ServerHTTP1Channel.builder(configuration: http, limits: service.connections)
         return Application(
             router: router,
             server: server,
@@ -212,7 +209,7 @@ public final class ImageServer: Service {
         let http = HTTP1Channel.Configuration(idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
         return Application(
             router: router,
-            server: ServerHTTP1Channel.builder(configuration: http, limits: nil, makeCachedResponseHandler: nil),
+            server: ServerHTTP1Channel.builder(configuration: http, limits: nil),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.metricsHost ?? configuration.host, port: metricsPort), serverName: nil),
             onServerRunning: { [ports] channel in ports.withLock { $0.metrics = channel.localAddress?.port } },

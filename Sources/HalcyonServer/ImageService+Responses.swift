@@ -18,7 +18,7 @@ extension ImageService {
     }
 
     /// The answer from the response cache for a request's path (as Hummingbird's `URI` reads it) and headers, or nil;
-    /// counts the hit. What ``cachedResponse(for:context:)`` and the channel's ``CachedResponseHandler`` both use.
+    /// counts the hit.
     func cachedAnswer(path: String, headers: HTTPFields) -> CachedAnswer? {
         guard headers[.contentLength] == nil, headers[.transferEncoding] == nil,
               let entry = responses.value(for: responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
@@ -27,20 +27,18 @@ extension ImageService {
         return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince])
     }
 
-    /// The response cache's key: the path as sent and the format its `Accept` header negotiates.
-    func responseCacheKey(_ request: Request) -> String {
+    /// The response cache's key of a request: its path as sent and the format its `Accept` header negotiates.
+    func responseCacheKey(_ request: Request) -> ResponseCache.Key {
         responseCacheKey(path: request.uri.path, accept: request.headers[.accept])
     }
 
-    /// The response cache's key of a path and an `Accept` header: the path and the format the header
-    /// negotiates (none when it names no format this server writes), not the header itself, so requests whose
-    /// headers differ only in wording share one entry and a client cannot flush the cache by varying them.
-    func responseCacheKey(path: String, accept: String?) -> String {
-        path + "\n" + (negotiatedFormats.format(accepting: accept)?.rawValue ?? "")
+    /// The response cache's key of a path and an `Accept` header (see ``ResponseCache/Key``).
+    func responseCacheKey(path: String, accept: String?) -> ResponseCache.Key {
+        ResponseCache.Key(path: path, negotiatedFormat: negotiatedFormats.format(accepting: accept))
     }
 
     /// Builds the entry's headers once, keeps it in the response cache and answers with it.
-    func remember(_ entry: ResponseCache.Entry, rawKey: String, request: Request, plan: ImageRequestPlan) -> Response {
+    func remember(_ entry: ResponseCache.Entry, rawKey: ResponseCache.Key, request: Request, plan: ImageRequestPlan) -> Response {
         let options = plan.options
         var entry = entry
         entry.expires = plan.expires

@@ -39,8 +39,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         return response
     }
 
-    /// Counts a finished request in the metrics and logs its line. The channel's ``CachedResponseHandler`` calls it
-    /// for the answers it gives without the router.
+    /// Counts a finished request in the metrics and logs its line.
     func log(method: HTTPRequest.Method, path: String, status: Int, bytes: String?, elapsed: Duration,
              route: String, cacheTier: String?, errorCode: String?) {
         metrics.request(route: route, status: status)

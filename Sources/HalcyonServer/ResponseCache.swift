@@ -12,10 +12,27 @@ import NIOFoundationCompat
 /// entries are linked in order of use), so a flood of distinct small answers
 /// cannot make every store walk the whole cache under the lock.
 ///
-/// The service keys it by the request as sent (the path, and the format `Accept` negotiates), so a hit
-/// is answered before the path is parsed or its signature checked again: the
-/// same path was verified when the entry was made.
+/// The service keys it by the request as sent (``Key``: the path, and the format `Accept` negotiates), so a
+/// hit is answered before the path is parsed or its signature checked again: the same path was verified when
+/// the entry was made.
 public final class ResponseCache: Sendable {
+    /// What an answer is kept under: the path as sent and the output format its `Accept` header negotiates.
+    ///
+    /// The negotiated format, not the header's wording: requests whose `Accept` headers differ only in
+    /// wording share one entry, and a client cannot flush the cache by varying them.
+    public struct Key: Hashable, Sendable {
+        /// The request's path as sent (signature, options, source, extension).
+        public let path: String
+        /// The format `Accept` negotiates; nil when it names none this server writes (or the path names one).
+        public let negotiatedFormat: ImageFormat?
+
+        /// Makes the key of `path` with `negotiatedFormat`.
+        public init(path: String, negotiatedFormat: ImageFormat? = nil) {
+            self.path = path
+            self.negotiatedFormat = negotiatedFormat
+        }
+    }
+
     /// One encoded answer.
     public struct Entry: Sendable {
         /// The body; it shares ``buffer``'s storage (one copy of the bytes).
@@ -61,12 +78,12 @@ public final class ResponseCache: Sendable {
 
     /// What an entry is counted as against the limit: the storage of its body (a buffer's capacity can exceed
     /// the body), its key, and 1 KiB for its two header sets and the bookkeeping (about what they take).
-    static func cost(of entry: Entry, key: String) -> Int {
-        entry.buffer.capacity + key.utf8.count + 1024
+    static func cost(of entry: Entry, key: Key) -> Int {
+        entry.buffer.capacity + key.path.utf8.count + 1024
     }
 
     /// The entries in order of use; a hit hashes its key once, for the read and the move to the recent end.
-    private let state = Locked(LRUList<String, Entry>())
+    private let state = Locked(LRUList<Key, Entry>())
     private let limit: Int
     private let lifetime: TimeInterval
 
@@ -79,7 +96,7 @@ public final class ResponseCache: Sendable {
     /// The entry for `key`, if fresh: younger than the lifetime and, when its URL has an `exp:` time, not past it.
     ///
     /// An entry that is no longer fresh is removed, so answers to expired URLs do not hold memory until evicted.
-    public func value(for key: String, now: Date = Date()) -> Entry? {
+    public func value(for key: Key, now: Date = Date()) -> Entry? {
         // One hash of the key under the lock: the slot serves the read and the move to the recent end.
         // An expired entry comes out of the lock with the answer and is released here, not under the lock.
         state.withLock { state -> (found: Entry?, expired: Entry?) in
@@ -94,7 +111,7 @@ public final class ResponseCache: Sendable {
 
     /// Stores `entry`; when it is larger than a quarter of the limit it is not kept, and neither is an older
     /// entry under `key` (which would otherwise go on answering instead of it).
-    public func store(_ entry: Entry, for key: String) {
+    public func store(_ entry: Entry, for key: Key) {
         let cost = Self.cost(of: entry, key: key)
         guard cost <= limit / 4 else {
             _ = state.withLock { $0.removeValue(forKey: key) }

@@ -18,8 +18,10 @@ let limit = 16 * 1024 * 1024
 let bodyBytes = max(1, Int(environment["BODY"] ?? "") ?? 4096)
 let body = Data((0..<bodyBytes).map { UInt8(truncatingIfNeeded: $0 &* 31) })
 let answer = ResponseCache.Entry(body: body, contentType: "image/jpeg", etag: "\"bench\"")
-/// A key the shape of the server's (path and Accept), distinct per index.
-func key(_ index: Int) -> String { "/insecure/rs:fit:512:512/q:80/plain/http%3A%2F%2Forigin%2Fc\(index)%2Fs00.jpg@jpg|image/avif,*/*" }
+/// A key the shape of the server's (the path as sent and the negotiated format), distinct per index.
+func key(_ index: Int) -> ResponseCache.Key {
+    ResponseCache.Key(path: "/insecure/rs:fit:512:512/q:80/plain/http%3A%2F%2Forigin%2Fc\(index)%2Fs00.jpg@jpg", negotiatedFormat: .avif)
+}
 
 let cache = ResponseCache(limit: limit, lifetime: 3600)
 // More answers than fit (each counts its body and more), so the cache is full and the first ones are gone.

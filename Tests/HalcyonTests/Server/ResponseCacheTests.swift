@@ -24,9 +24,9 @@ struct ResponseCacheTests {
         let cache = ResponseCache(limit: 64 * 1024, lifetime: 300)
         let longKey = String(repeating: "k", count: 1024)
         for index in 0..<100 {
-            cache.store(Self.entry(1024, seed: UInt8(index)), for: "\(index)" + longKey)
+            cache.store(Self.entry(1024, seed: UInt8(index)), for: .init(path: "\(index)" + longKey))
         }
-        let held = (0..<100).filter { cache.value(for: "\($0)" + longKey) != nil }
+        let held = (0..<100).filter { cache.value(for: .init(path: "\($0)" + longKey)) != nil }
         let bytes = held.reduce(0) { $0 + 1024 + ("\($1)" + longKey).utf8.count }
         #expect(bytes <= 64 * 1024, "\(held.count) entries hold \(bytes) bytes of bodies and keys")
         #expect(held.contains(99) && !held.contains(0))
@@ -36,21 +36,21 @@ struct ResponseCacheTests {
     @Test("A hit counts as a use: the least recently used entry goes first")
     func hitsCountAsUse() {
         let key = { (index: Int) in "k\(index)" }
-        let cost = ResponseCache.cost(of: Self.entry(1000), key: key(0))
+        let cost = ResponseCache.cost(of: Self.entry(1000), key: .init(path: key(0)))
         let cache = ResponseCache(limit: 4 * cost, lifetime: 300)
-        for index in 0..<4 { cache.store(Self.entry(1000, seed: UInt8(index)), for: key(index)) }
-        #expect(cache.value(for: key(0)) != nil)
-        cache.store(Self.entry(1000, seed: 9), for: key(4))
-        #expect((0..<5).map { cache.value(for: key($0)) != nil } == [true, false, true, true, true])
+        for index in 0..<4 { cache.store(Self.entry(1000, seed: UInt8(index)), for: .init(path: key(index))) }
+        #expect(cache.value(for: .init(path: key(0))) != nil)
+        cache.store(Self.entry(1000, seed: 9), for: .init(path: key(4)))
+        #expect((0..<5).map { cache.value(for: .init(path: key($0))) != nil } == [true, false, true, true, true])
     }
 
     @Test("An answer too large to keep also drops the older answer under its key")
     func tooLargeReplacesOlder() {
         let cache = ResponseCache(limit: 64 * 1024, lifetime: 300)
-        cache.store(Self.entry(1000), for: "k")
-        #expect(cache.value(for: "k") != nil)
-        cache.store(Self.entry(20_000), for: "k")
-        #expect(cache.value(for: "k") == nil && cache.heldBytes == 0)
+        cache.store(Self.entry(1000), for: .init(path: "k"))
+        #expect(cache.value(for: .init(path: "k")) != nil)
+        cache.store(Self.entry(20_000), for: .init(path: "k"))
+        #expect(cache.value(for: .init(path: "k")) == nil && cache.heldBytes == 0)
     }
 
     @Test("An answer to an exp: URL is not given after that time and no longer held")
@@ -59,10 +59,10 @@ struct ResponseCacheTests {
         let created = Date(timeIntervalSince1970: 1_000_000)
         var entry = ResponseCache.Entry(body: Data(count: 2000), contentType: "image/png", etag: "\"x\"", created: created)
         entry.expires = 1_000_010
-        cache.store(entry, for: "k")
-        #expect(cache.value(for: "k", now: created.addingTimeInterval(9)) != nil)
+        cache.store(entry, for: .init(path: "k"))
+        #expect(cache.value(for: .init(path: "k"), now: created.addingTimeInterval(9)) != nil)
         #expect(cache.counts.entries == 1 && cache.heldBytes > 0)
-        #expect(cache.value(for: "k", now: created.addingTimeInterval(11)) == nil)
+        #expect(cache.value(for: .init(path: "k"), now: created.addingTimeInterval(11)) == nil)
         #expect(cache.counts.entries == 0 && cache.heldBytes == 0, "the expired answer must not stay in memory")
     }
 
@@ -80,14 +80,14 @@ struct ResponseCacheTests {
             if generator.next() % 3 == 0 {
                 let entry = ResponseCache.Entry(body: Data(count: Int(generator.next() % 3000)), contentType: "image/png",
                                                 etag: "\"\(step)\"", created: now)
-                let cost = ResponseCache.cost(of: entry, key: key)
-                cache.store(entry, for: key)
+                let cost = ResponseCache.cost(of: entry, key: .init(path: key))
+                cache.store(entry, for: .init(path: key))
                 model.removeAll { $0.key == key }
                 guard cost <= limit / 4 else { continue }
                 model.append((key, cost, now))
                 while model.reduce(0, { $0 + $1.cost }) > limit { model.removeFirst(); evictions += 1 }
             } else {
-                let found = cache.value(for: key, now: now) != nil
+                let found = cache.value(for: .init(path: key), now: now) != nil
                 let index = model.firstIndex { $0.key == key }
                 let fresh = index.map { now.timeIntervalSince(model[$0].created) <= lifetime } ?? false
                 #expect(found == fresh, "step \(step): \(key)")
@@ -104,15 +104,15 @@ struct ResponseCacheTests {
 
     @Test("Evicted and expired entries' slots are reused: the slots made stay at the most entries ever held")
     func slotsAreReused() {
-        let cost = ResponseCache.cost(of: Self.entry(100), key: "k00000")
+        let cost = ResponseCache.cost(of: Self.entry(100), key: .init(path: "k00000"))
         let cache = ResponseCache(limit: 8 * cost, lifetime: 300)
-        for index in 0..<10_000 { cache.store(Self.entry(100, seed: UInt8(truncatingIfNeeded: index)), for: String(format: "k%05d", index)) }
+        for index in 0..<10_000 { cache.store(Self.entry(100, seed: UInt8(truncatingIfNeeded: index)), for: .init(path: String(format: "k%05d", index))) }
         let start = Date()
-        _ = cache.value(for: "k09999", now: start.addingTimeInterval(301))
-        for index in 0..<100 { _ = cache.value(for: String(format: "k%05d", 9_990 + index % 10)) }
+        _ = cache.value(for: .init(path: "k09999"), now: start.addingTimeInterval(301))
+        for index in 0..<100 { _ = cache.value(for: .init(path: String(format: "k%05d", 9_990 + index % 10))) }
         let counts = cache.counts
         #expect(counts.entries == 7 && counts.slots <= 9, "\(counts)")
-        #expect((9_990..<10_000).map { cache.value(for: String(format: "k%05d", $0)) != nil } == (9_990..<10_000).map { (9_992..<9_999).contains($0) })
+        #expect((9_990..<10_000).map { cache.value(for: .init(path: String(format: "k%05d", $0))) != nil } == (9_990..<10_000).map { (9_992..<9_999).contains($0) })
         #expect(cache.heldBytes == 7 * cost)
     }
 
