@@ -29,6 +29,11 @@ public struct StoredData: Sendable, Equatable {
 /// a cancelled caller gets `.requestError(.taskCancelled)` or a miss, never a
 /// half-written value. A tier that cannot be reached throws
 /// `.cacheError(.storageUnavailable)`, which callers treat as a miss.
+///
+/// Two users take an ordered list of tiers: ``ImageCache/tiers`` (serialized
+/// images under the cache's keys, below its disk) and the image service's
+/// result storage (encoded answers under the request plan's key). A new kind
+/// of storage is one conformance, usable by both.
 public protocol DataStorageTier: Sendable {
     /// A short name for logs and metrics, e.g. `disk` or `redis`.
     var name: String { get }

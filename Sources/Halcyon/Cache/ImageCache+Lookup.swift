@@ -52,7 +52,8 @@ enum CacheLookupResult: Sendable {
 }
 
 extension ImageCache {
-    /// Answers fresh, stale-with-validators or miss from one memory read and at most one disk open.
+    /// Answers fresh, stale-with-validators or miss from one memory read and at most one disk open, then the
+    /// data ``tiers`` in order when the disk has nothing.
     ///
     /// The disk read and decode run on the cache's read queue. A fresh disk
     /// hit is put into memory unless the calling task was cancelled meanwhile
@@ -73,7 +74,9 @@ extension ImageCache {
         } onCancel: {
             cancelled.withLock { $0 = true }
         }
-        return try result.get()
+        let found = try result.get()
+        guard case .miss = found, !tiers.isEmpty, lookup.readsDisk, !lookup.forcesRevalidation else { return found }
+        return try await tierLookup(lookup)
     }
 
     func diskLookup(_ lookup: CacheLookup, isCancelled: () -> Bool) -> Result<CacheLookupResult, HalcyonError> {
@@ -197,6 +200,7 @@ extension ImageCache {
             do throws(HalcyonError) {
                 try self.diskStorage.store(value: data, forKey: key, expiration: policy.diskExpiration, metadata: metadata,
                                            forcedExtension: policy.forcedExtension, syncsWrites: policy.syncsWrites)
+                self.storeInTiers(data, computedKey: key, expiration: policy.diskExpiration)
                 return .success(())
             } catch {
                 return .failure(error)

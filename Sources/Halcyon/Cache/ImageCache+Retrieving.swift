@@ -3,7 +3,7 @@ import Foundation
 extension ImageCache {
     // MARK: - Retrieving
 
-    /// Looks for the image for `key` made by `options.processor`: memory first, then disk.
+    /// Looks for the image for `key` made by `options.processor`: memory first, then disk, then the data ``tiers``.
     ///
     /// A disk hit is decoded with `options.cacheSerializer` and the options'
     /// decoding limits, off the caller's thread (on it with
@@ -27,6 +27,15 @@ extension ImageCache {
                                       memoryExtending: memoryExpirationExtending, diskExtending: diskExpirationExtending)
         if let image = memoryStorage.value(forKey: lookup.computedKey, extendingExpiration: memoryExpirationExtending) {
             Self.deliver(.success(.memory(image)), on: callbackQueue, completionHandler)
+            return
+        }
+        guard tiers.isEmpty else {
+            // The data tiers are asked asynchronously, whatever `loadDiskFileSynchronously` says.
+            Task {
+                let result: Result<ImageCacheResult, HalcyonError>
+                do throws(HalcyonError) { result = .success(ImageCacheResult(try await self.lookup(lookup))) } catch { result = .failure(error) }
+                Self.deliver(result, on: callbackQueue, completionHandler)
+            }
             return
         }
         let load: @Sendable () -> Void = {

@@ -25,6 +25,15 @@ public final class ImageCache: Sendable {
     public let memoryStorage: MemoryStorage.Backend<Image>
     /// The disk layer.
     public let diskStorage: DiskStorage.Backend
+    /// Data tiers below the disk, in lookup order (a fleet's shared store, an object store): empty by default.
+    ///
+    /// A lookup that misses memory and disk asks them in order; a hit is decoded, put in memory and copied to
+    /// the local disk. Every entry written to the disk is copied to each tier, and removals reach them too, in
+    /// call order, after the call returns (``waitForTierWrites()``). A tier that fails is a miss, never an error.
+    /// ``clearDiskCache()`` and expiry cleaning touch the local disk only: a shared tier keeps its own lifetimes.
+    public let tiers: [any DataStorageTier]
+    /// The tiers' writes and removals, in call order.
+    let tierOperations = TierOperations()
 
     /// Serial: every disk write and removal, in call order, so a remove never overtakes the store before it.
     let ioQueue: DispatchQueue
@@ -36,9 +45,15 @@ public final class ImageCache: Sendable {
     // MARK: - Making caches
 
     /// Makes a cache from two storages.
-    public init(memoryStorage: MemoryStorage.Backend<Image>, diskStorage: DiskStorage.Backend) {
+    public convenience init(memoryStorage: MemoryStorage.Backend<Image>, diskStorage: DiskStorage.Backend) {
+        self.init(memoryStorage: memoryStorage, diskStorage: diskStorage, tiers: [])
+    }
+
+    /// Makes a cache from two storages and the data ``tiers`` below the disk, asked in the order given.
+    public init(memoryStorage: MemoryStorage.Backend<Image>, diskStorage: DiskStorage.Backend, tiers: [any DataStorageTier]) {
         self.memoryStorage = memoryStorage
         self.diskStorage = diskStorage
+        self.tiers = tiers
         self.ioQueue = DispatchQueue(label: "halcyon.imagecache.io.\(diskStorage.config.name)", qos: .userInitiated)
         self.readQueue = WorkQueue(name: "halcyon.imagecache.read.\(diskStorage.config.name)", width: 2 * WorkQueue.defaultWidth)
     }
@@ -219,6 +234,7 @@ public final class ImageCache: Sendable {
         do throws(HalcyonError) {
             try diskStorage.store(value: data, forKey: computedKey, expiration: expiration, metadata: metadata,
                                   forcedExtension: forcedExtension, extensionKey: extensionKey, syncsWrites: syncsWrites)
+            storeInTiers(data, computedKey: computedKey, expiration: expiration)
             return .success(())
         } catch {
             return .failure(error)
@@ -357,6 +373,7 @@ public final class ImageCache: Sendable {
     ) {
         let computed = Self.computedKey(key, processorIdentifier: identifier)
         if fromMemory { memoryStorage.remove(forKey: computed) }
+        if fromDisk { removeFromTiers(computed) }
         guard fromDisk else {
             if let completionHandler { Self.deliver(.success(()), on: callbackQueue, completionHandler) }
             return
