@@ -79,7 +79,7 @@ public struct ImageRequestPlan: Sendable, Hashable {
     var variesWithAccept: Bool { identity.explicitFormat == nil }
 
     /// Whether results go to the result tiers: only those of http(s) sources (a local file is its own durable copy).
-    var storesResult: Bool { source.url.map { !$0.isFileURL } ?? false }
+    var storesResult: Bool { source.isRemote }
 
     /// Whether two plans give the same answer: their identities are equal.
     public static func == (left: ImageRequestPlan, right: ImageRequestPlan) -> Bool { left.identity == right.identity }

@@ -9,11 +9,11 @@ import Tracing
 /// The handlers of the image service: `/health`, `/metrics` and image paths.
 ///
 /// An image request passes the router's middleware (request log, signature),
-/// then here: options, source policy, the response cache, admission (a slot
-/// with a queue deadline, then memory by estimate, see ``MemoryAdmission``),
-/// the ``HalcyonManager`` (its caches and coalescing), one encode and the
-/// response headers. The work stops when the request stops (timeout, client
-/// hang-up, shutdown deadline; see ``WorkAdmission``).
+/// then here: options, source policy, the response cache, the ``Admission``
+/// (a slot with a queue deadline, then memory by estimate from the source's
+/// header), the ``HalcyonManager`` (its caches and coalescing), one encode and
+/// the response headers. The work stops when the request stops (timeout,
+/// client hang-up, shutdown deadline; see ``Admission``).
 public final class ImageService: Sendable {
     /// The settings.
     public let configuration: ServerConfiguration
@@ -21,10 +21,8 @@ public final class ImageService: Sendable {
     public let manager: HalcyonManager
     /// The metrics.
     public let metrics: ServerMetrics
-    /// The process-wide budget of image memory.
-    package let memoryBudget: MemoryBudget
-    /// Slots, timeouts and cancellation of running work.
-    public let admission: WorkAdmission
+    /// Slots, memory, timeouts and cancellation of running work.
+    public let admission: Admission
     /// The connection-level limits, whose hang-up watch the admission uses.
     public let connections: ConnectionLimits
     /// How the output format and quality are chosen (Accept negotiation, defaults, fallbacks).
@@ -68,15 +66,10 @@ public final class ImageService: Sendable {
         responses = ResponseCache(limit: configuration.responseCacheMegabytes * 1024 * 1024, lifetime: 300)
         health = HealthMonitor()
         negotiatedFormats = NegotiatedFormats(policy: encodingPolicy)
-        memoryBudget = MemoryBudget(capacity: configuration.memoryBudgetMegabytes * 1024 * 1024)
         connections = ConnectionLimits(
             maxConnections: configuration.maxConnections, headerTimeout: .nanoseconds(Int64(configuration.headerTimeout * 1e9)),
             writeTimeout: .nanoseconds(Int64(configuration.writeTimeout * 1e9)), metrics: metrics)
-        admission = WorkAdmission(
-            limiter: InFlightLimiter(limit: configuration.maxInFlight, queue: configuration.maxQueue),
-            queueTimeout: .seconds(configuration.queueTimeout),
-            requestTimeout: .seconds(configuration.requestTimeout),
-            connections: connections)
+        admission = Admission(configuration: configuration, hangUps: connections.hangUps)
     }
 
     /// The decoding limits and strictness from the configuration.
@@ -116,21 +109,15 @@ public final class ImageService: Sendable {
     /// Answers an image request (GET or HEAD, signature already checked by ``SignatureMiddleware``).
     ///
     /// The request is read once into its ``ImageRequestPlan``, whose key finds a stored result; otherwise the
-    /// work runs under the admission and its result is stored under that key.
+    /// work runs under the ``admission`` (a slot, then memory from the source's header) and its result is stored
+    /// under that key.
     public func image(_ request: Request, context: ServerRequestContext) async throws -> Response {
         context.record.route = "image"
         metrics.enter()
         defer { metrics.leave() }
         try Self.refuseBody(request.headers)
         let plan = try plan(for: request, path: context.imagePath)
-        let options = plan.options
-        let output = plan.output
-        let memory = MemoryAdmission(
-            budget: memoryBudget, options: options, output: output.explicit ?? output.negotiated,
-            maxResultPixels: Int(configuration.maxResultMegapixels * 1_000_000), maxResultSide: configuration.maxResultDimension,
-            wait: .seconds(configuration.queueTimeout))
-        defer { memory.release() }
-        let processor = options.processor(
+        let processor = plan.options.processor(
             limits: decodingLimits, maxSide: configuration.maxResultDimension, watermark: watermark,
             identifier: "halcyon.server.plan(\(plan.cacheKey))")
 
@@ -140,11 +127,11 @@ public final class ImageService: Sendable {
             context.record.cacheTier = stored.tier
             return remember(stored.entry, rawKey: rawKey, request: request, plan: plan)
         }
-        let work = Work(processor: processor, output: output, memory: memory, record: context.record)
+        let work = Work(processor: processor, output: plan.output, record: context.record)
         let entry: ResponseCache.Entry
         do {
             try checkLocalSize(plan.source)
-            entry = try await admission.run(on: context.channel) { try await self.produce(plan.source, work) }
+            entry = try await admitted(plan.source, work, on: context.channel)
         } catch let failure as ServerError where fallback != nil && FallbackImage.replaces(failure) {
             return try await fallbackResponse(failure, work: work, context: context)
         }
@@ -159,7 +146,7 @@ public final class ImageService: Sendable {
         var plain = work
         (plain.output.options.raw, plain.output.options.skipProcessing) = (false, [])
         let work = plain
-        let entry = try await admission.run(on: context.channel) { try await self.produce(fallback.source, work) }
+        let entry = try await admitted(fallback.source, work, on: context.channel)
         return FallbackImage.response(entry, failure: failure)
     }
 
@@ -199,20 +186,29 @@ public final class ImageService: Sendable {
         /// The chain, nil when nothing is asked.
         var processor: (any ImageProcessor)?
         var output: OutputRequest
-        /// Reserves the estimate from the header before any pixel is decoded.
-        let memory: MemoryAdmission
         let record: RequestRecord
     }
 
-    /// Reads the source, admits its memory from the header, processes and encodes it; cancelling the calling task
-    /// stops every step.
+    /// The encoded result of `work` on `source`, produced under the admission for the request on `channel`: a slot,
+    /// then ``produce(_:_:ticket:)`` with the ticket that reserves memory for the request's options and output
+    /// format; the slot and memory are given back when this returns.
+    ///
+    /// Throws the admission's 429, 499, 503 and 504, else what `produce` throws.
+    private func admitted(_ source: Source, _ work: Work, on channel: any Channel) async throws -> ResponseCache.Entry {
+        try await admission.run(on: channel, options: work.output.options, output: work.output.explicit ?? work.output.negotiated) { ticket in
+            try await self.produce(source, work, ticket: ticket)
+        }
+    }
+
+    /// Reads the source, reserves its memory with `ticket` from the header, processes and encodes it; cancelling the
+    /// calling task stops every step.
     ///
     /// In order: the host's lookup (DNS waits here, on the request's task, not in a downloader slot); the source's
     /// bytes (`raw` and `skp` answer with them when they apply); the header, whose result size is checked and whose
     /// memory estimate is reserved, suspending while the budget is short; then the manager decodes and processes
     /// the bytes, and the result is encoded. With the manager's memory cache on, an image it holds is used first.
-    private func produce(_ source: Source, _ work: Work) async throws -> ResponseCache.Entry {
-        if let gate, let url = source.url, !url.isFileURL {
+    private func produce(_ source: Source, _ work: Work, ticket: Admission.Ticket) async throws -> ResponseCache.Entry {
+        if let gate, source.isRemote, let url = source.url {
             do { try await gate.prepare(url) } catch { throw serverError(for: error) }
         }
         let started = ContinuousClock.now
@@ -220,12 +216,12 @@ public final class ImageService: Sendable {
         var input = source
         if !heldInMemory(source, work.processor) {
             let data = try await sourceData(source)
-            if source.url.map({ !$0.isFileURL }) ?? false {
+            if source.isRemote {
                 downloaded = ContinuousClock.now - started
                 metrics.download(downloaded)
             }
             if let entry = try passThrough(data, output: work.output) { return entry }
-            try await admit(data, memory: work.memory)
+            try await reserve(data, ticket: ticket)
             input = .provider(RawImageDataProvider(data: data, cacheKey: source.cacheKey))
         }
         let image = try await retrieve(input, processor: work.processor, record: work.record)
@@ -251,10 +247,11 @@ public final class ImageService: Sendable {
         return manager.cache.imageCachedType(forKey: source.cacheKey, processorIdentifier: processor?.identifier ?? "") == .memory
     }
 
-    /// Opens the header of `data` and reserves its memory estimate.
-    private func admit(_ data: Data, memory: MemoryAdmission) async throws {
+    /// Opens the header of `data` and hands it to `ticket`, which checks the result's size and reserves the memory
+    /// estimate (suspending while the budget is short); throws the 4xx naming the problem, before any decoding.
+    private func reserve(_ data: Data, ticket: Admission.Ticket) async throws {
         do throws(HalcyonError) {
-            try await memory.admit(ImageDecoder.open(data, options: decodingLimits), source: data)
+            try await ticket.reserve(ImageDecoder.open(data, options: decodingLimits), source: data)
         } catch {
             throw serverError(for: error)
         }

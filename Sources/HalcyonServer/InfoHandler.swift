@@ -10,8 +10,8 @@ extension ImageService {
     ///
     /// Signed like image paths (the signature covers what follows it). Options: `bh`/`blurhash:X:Y`
     /// sets the BlurHash components (1...9 each, default 4:3); anything else is a 400 naming it. The
-    /// source goes through the same resolver, SSRF guard, size limits and admission (a slot, then memory by
-    /// estimate: ``MemoryAdmission/admitInfo(_:source:)``) as an image, and only its header and a 64-pixel
+    /// source goes through the same resolver, SSRF guard, size limits and ``Admission`` (a slot, then memory by
+    /// estimate: `Admission.Ticket.reserveInfo(_:source:)`) as an image, and only its header and a 64-pixel
     /// shrink-on-load decode are read.
     public func info(_ request: Request, context: ServerRequestContext) async throws -> Response {
         context.record.route = "info"
@@ -24,14 +24,11 @@ extension ImageService {
         let source = try resolve(parsed.source)
         try checkLocalSize(source)
         let limits = decodingLimits
-        // Memory like an image request: the estimate of the loader and the small decode, reserved before any pixel.
-        let memory = MemoryAdmission(
-            budget: memoryBudget, options: ProcessingOptions(), maxResultPixels: .max, wait: .seconds(configuration.queueTimeout))
-        defer { memory.release() }
-        let info = try await admission.run(on: context.channel) {
+        let info = try await admission.run(on: context.channel) { ticket in
             let data = try await self.sourceData(source)
             do throws(HalcyonError) {
-                try await memory.admitInfo(ImageDecoder.open(data, options: limits), source: data)
+                // Memory like an image request: the estimate of the loader and the small decode, reserved before any pixel.
+                try await ticket.reserveInfo(ImageDecoder.open(data, options: limits), source: data)
                 return try await RenderCancellation.perform(on: self.encodeQueue) { () throws(HalcyonError) -> ImageInfo in
                     try ImageInfo.inspect(data, blurHashComponents: components, options: limits)
                 }

@@ -185,6 +185,60 @@ enum MemoryEstimate {
     }
 }
 
+// MARK: - One request's estimate, from its source's header
+
+extension MemoryEstimate {
+    /// The result's size and the pixels decoded for a source of `width` × `height` under `options` (either
+    /// orientation: the larger).
+    static func plan(options: ProcessingOptions, width: Int, height: Int, format: ImageFormat)
+        -> (width: Int, height: Int, resultPixels: Int, decodePixels: Int) {
+        var resized = (width: width, height: height)
+        var shrink = 1.0
+        if options.hasGeometry {
+            let step = options.thumbnailStep(limits: ImageDecodingOptions())
+            let plans = [step.plan(sourceWidth: width, sourceHeight: height), step.plan(sourceWidth: height, sourceHeight: width)]
+            resized = (plans.map(\.canvas.width).max() ?? width, plans.map(\.canvas.height).max() ?? height)
+            if step.trim == nil { shrink = min(1, plans.map(\.scale).max() ?? 1) }
+        }
+        // Padding grows the result (scaled by dpr, as the padding step does).
+        let padding = options.padding
+        let resultWidth = resized.width + Int((Double(padding.left + padding.right) * options.dpr).rounded())
+        let resultHeight = resized.height + Int((Double(padding.top + padding.bottom) * options.dpr).rounded())
+        let resultPixels = resultWidth * resultHeight
+        return (resultWidth, resultHeight, resultPixels, decodePixels(width: width, height: height, shrink: shrink, format: format))
+    }
+
+    /// Pixels decoded when the loader shrinks by `shrink` (1: not at all): the PNG loader's box shrink lands
+    /// under four times the target per side, `vips_thumbnail` at it; libjpeg shrinks by 8 at most.
+    static func decodePixels(width: Int, height: Int, shrink: Double, format: ImageFormat) -> Int {
+        let sourcePixels = width * height
+        guard shrink < 1 else { return sourcePixels }
+        let landed = Int(Double(sourcePixels) * shrink * shrink * 16) + 1
+        let jpegFloor = format == .jpeg ? ((width + 7) / 8) * ((height + 7) / 8) : 0
+        return min(sourcePixels, max(landed, jpegFloor))
+    }
+
+    /// The bytes an image request holds at its peak for an opened source (`data`, its bytes) under `options`,
+    /// encoded as `output` (nil: the source's format); every frame counted.
+    static func imageBytes(_ header: ImageDecoder.OpenedImage, source data: Data, options: ProcessingOptions, output: ImageFormat?) -> Int {
+        let plan = plan(options: options, width: header.width, height: header.height, format: header.format)
+        return bytes(
+            source: sourceClass(of: data, format: header.format, width: header.width, height: header.height),
+            sourcePixels: header.width * header.height, decodePixels: plan.decodePixels, resultPixels: plan.resultPixels,
+            frames: max(1, header.frameCount), output: output ?? header.format)
+    }
+
+    /// The bytes `/info` holds for an opened source: its loader, and a decode shrunk to 64 pixels (libjpeg's 1/8
+    /// for a JPEG), of the first frame; nothing is encoded.
+    static func infoBytes(_ header: ImageDecoder.OpenedImage, source data: Data) -> Int {
+        let sourcePixels = header.width * header.height
+        let decodePixels = header.format == .jpeg ? sourcePixels / 64 + header.width + header.height : 64 * 64
+        return bytes(
+            source: sourceClass(of: data, format: header.format, width: header.width, height: header.height),
+            sourcePixels: sourcePixels, decodePixels: decodePixels, resultPixels: 64 * 64, frames: 1, output: nil)
+    }
+}
+
 extension Int {
     /// `self + other`, or `Int.max` when that overflows.
     func saturatingAdd(_ other: Int) -> Int {

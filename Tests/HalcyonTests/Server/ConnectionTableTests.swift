@@ -6,7 +6,7 @@ import NIOEmbedded
 import Testing
 
 /// The cap's ``ConnectionTable`` as a value (made-up connections and times), and hang-up signals reaching a
-/// request's work as events (``HangUpSignals``, ``WorkAdmission``) on embedded channels.
+/// request's work as events (``HangUpSignals``, ``Admission``) on embedded channels.
 @Suite("Server: connection table and hang-up signals")
 struct ConnectionTableTests {
     typealias Table = ConnectionTable<Int>
@@ -124,10 +124,10 @@ struct ConnectionTableTests {
         let limits = ConnectionLimits(maxConnections: 4, headerTimeout: .seconds(10))
         let channel = try await Self.activeChannel()
         /// The status of work that would run 30 s under `timeout`, stopped by `stop` once it runs.
-        func status(timeout: Duration, _ stop: (WorkAdmission) -> Void) async throws -> Int? {
-            let admission = WorkAdmission(limiter: InFlightLimiter(limit: 4, queue: 0), queueTimeout: .seconds(1),
-                                          requestTimeout: timeout, connections: limits)
-            let run = Task { try await admission.run(on: channel) { try await Task.sleep(for: .seconds(30)) } }
+        func status(timeout: Duration, _ stop: (Admission) -> Void) async throws -> Int? {
+            let admission = Admission(slots: SlotQueue(limit: 4, queue: 0), memory: MemoryBudget(capacity: 1 << 20),
+                                      queueTimeout: .seconds(1), requestTimeout: timeout, hangUps: limits.hangUps)
+            let run = Task { try await admission.run(on: channel) { _ in try await Task.sleep(for: .seconds(30)) } }
             for _ in 0..<500 where admission.runningCount == 0 { try await Task.sleep(for: .milliseconds(10)) }
             stop(admission)
             let result = await run.result
@@ -142,9 +142,9 @@ struct ConnectionTableTests {
         #expect(try await status(timeout: .seconds(60)) { $0.cancelAll() } == 503)
         #expect(try await status(timeout: .seconds(60)) { _ in limits.hangUps.hungUp(channel) } == 499)
         let ran = Locked(false)
-        let admission = WorkAdmission(limiter: InFlightLimiter(limit: 1, queue: 0), queueTimeout: .seconds(1),
-                                      requestTimeout: .seconds(60), connections: limits)
-        let gone = await #expect(throws: ServerError.self) { try await admission.run(on: channel) { ran.withLock { $0 = true } } }
+        let admission = Admission(slots: SlotQueue(limit: 1, queue: 0), memory: MemoryBudget(capacity: 1 << 20),
+                                  queueTimeout: .seconds(1), requestTimeout: .seconds(60), hangUps: limits.hangUps)
+        let gone = await #expect(throws: ServerError.self) { try await admission.run(on: channel) { _ in ran.withLock { $0 = true } } }
         #expect(gone?.statusCode == 499 && !ran.withLock { $0 })
         _ = try? await channel.finish()
     }

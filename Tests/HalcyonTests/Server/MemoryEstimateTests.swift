@@ -102,9 +102,7 @@ struct MemoryEstimateTests {
         limits.maxPixelCount = 50_000_000
         let header = try ImageDecoder.open(data, options: limits)
         let parsed = try ProcessingOptions.parse(options.isEmpty ? [] : options.split(separator: "/").map(String.init), maxDimension: 16_384)
-        let admission = MemoryAdmission(
-            budget: MemoryBudget(capacity: 1 << 40), options: parsed, output: output, maxResultPixels: .max, wait: .zero)
-        return admission.estimate(header, source: data)
+        return MemoryEstimate.imageBytes(header, source: data, options: parsed, output: output)
     }
 
     @Test("every loader class's estimate is over its measured peak: shrunk to 300x300, decoded whole, and for /info")
@@ -114,7 +112,7 @@ struct MemoryEstimateTests {
         for (name, source, measured) in MeasuredPeak.thumbnail {
             var format = ImageFormat.png
             if case .jpeg = source { format = .jpeg }
-            let decoded = MemoryAdmission.decodePixels(width: side, height: side, shrink: shrink, format: format)
+            let decoded = MemoryEstimate.decodePixels(width: side, height: side, shrink: shrink, format: format)
             let bytes = MemoryEstimate.bytes(source: source, sourcePixels: pixels, decodePixels: decoded, resultPixels: 300 * 300,
                                              frames: 1, output: .jpeg)
             #expect(bytes >= measured * Self.mebibyte, "thumbnail of \(name): \(bytes / Self.mebibyte) MiB, measured \(measured)")
@@ -131,7 +129,7 @@ struct MemoryEstimateTests {
         let progressive = try ClaimedSize.progressiveJPEG()
         let thumbnail = try Self.estimate(progressive, options: "rs:fit:300:300", output: .jpeg)
         #expect(thumbnail >= 287 * Self.mebibyte, "\(thumbnail / Self.mebibyte) MiB")
-        let info = try MemoryAdmission.infoBytes(ImageDecoder.open(progressive), source: progressive)
+        let info = try MemoryEstimate.infoBytes(ImageDecoder.open(progressive), source: progressive)
         #expect(info >= 285 * Self.mebibyte, "\(info / Self.mebibyte) MiB")
         // A baseline JPEG streams: its thumbnail needs only the 1/8 decode.
         let baseline = try Self.estimate(ClaimedSize.baselineJPEG(), options: "rs:fit:300:300", output: .jpeg)
@@ -169,7 +167,7 @@ struct MemoryEstimateTests {
         #expect(thumbnail >= 474 * Self.mebibyte, "\(thumbnail / Self.mebibyte) MiB")
         // It fits a 512 MiB budget alone: its measured peak does.
         #expect(thumbnail <= 512 * Self.mebibyte, "\(thumbnail / Self.mebibyte) MiB")
-        let info = try MemoryAdmission.infoBytes(ImageDecoder.open(png), source: png)
+        let info = try MemoryEstimate.infoBytes(ImageDecoder.open(png), source: png)
         #expect(info >= 404 * Self.mebibyte, "\(info / Self.mebibyte) MiB")
         let plain = PNGFile.make(pixels: [UInt8](repeating: 9, count: 16 * 16 * 3), width: 16, height: 16, bands: 3)
         #expect(MemoryEstimate.pngClass(plain) == .png(interlaced: false, bytesPerPixel: 4))
@@ -222,7 +220,7 @@ struct ServerMemoryAdmissionTests {
             let info = try await fixture.get("/info" + fixture.signedPath("", source: source))
             #expect(info.status == 413 && info.errorCode == "over_memory_budget", "\(name) /info: \(info.status) \(info.errorMessage ?? "")")
         }
-        #expect(fixture.server.service.memoryBudget.usedBytes == 0)
+        #expect(fixture.server.service.admission.memory.usedBytes == 0)
         await fixture.stop()
     }
 
@@ -232,7 +230,7 @@ struct ServerMemoryAdmissionTests {
         let fixture = try await Self.start(budget: 64, files: ["small.png": png])
         defer { Task { await fixture.stop() } }
         let path = "/info" + fixture.signedPath("", source: fixture.source("/files/small.png"))
-        let budget = fixture.server.service.memoryBudget
+        let budget = fixture.server.service.admission.memory
         let held = try await budget.reserve(60 << 20, waitingAtMost: .zero)
         let busy = try await fixture.get(path)
         #expect(busy.status == 429 && busy.errorCode == "memory_busy", "\(busy.status) \(busy.errorMessage ?? "")")

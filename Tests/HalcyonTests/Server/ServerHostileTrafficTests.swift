@@ -1,6 +1,6 @@
 import Foundation
 import Halcyon
-import HalcyonServer
+@testable import HalcyonServer
 import Logging
 import Testing
 
@@ -137,7 +137,7 @@ struct ServerHostileTrafficTests {
         let over = try await fixture.get(fixture.signedPath("rs:force:4096:4096", source: "local:///noise.jpg"))
         #expect(over.status == 413)
         #expect(over.errorCode == "over_memory_budget")
-        #expect(fixture.server.service.memoryBudget.usedBytes == 0)
+        #expect(fixture.server.service.admission.memory.usedBytes == 0)
 
         // Each blur of the whole source needs about 36 + 108 + 8 MB... over half the budget: one at a time.
         let first = Task { try await fixture.get(fixture.signedPath("rs:force:2000:2000/bl:40", source: "local:///noise.jpg")) }
@@ -147,7 +147,7 @@ struct ServerHostileTrafficTests {
         #expect(second.status == 429)
         #expect(second.errorCode == "memory_busy")
         #expect(try await first.value.status == 200)
-        #expect(fixture.server.service.memoryBudget.usedBytes == 0)
+        #expect(fixture.server.service.admission.memory.usedBytes == 0)
         await fixture.stop()
     }
 
@@ -325,7 +325,7 @@ struct ServerHostileTrafficTests {
     }
 }
 
-@Suite("HealthMonitor and InFlightLimiter")
+@Suite("HealthMonitor and the admission's slot queue")
 struct HealthAndQueueTests {
     @Test("/health checks libvips at most once a second however many ask, and turns unhealthy")
     func healthIsCached() async throws {
@@ -350,7 +350,7 @@ struct HealthAndQueueTests {
 
     @Test("a queued request gives up at its deadline")
     func queueDeadline() async {
-        let limiter = InFlightLimiter(limit: 1, queue: 4)
+        let limiter = SlotQueue(limit: 1, queue: 4)
         #expect(await limiter.acquire())
         let started = ContinuousClock.now
         #expect(await limiter.acquire(waitingAtMost: .milliseconds(200)) == false)

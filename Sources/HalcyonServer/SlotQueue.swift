@@ -1,10 +1,12 @@
 import Foundation
 import Halcyon
 
-/// Bounds the requests processed at once: up to `limit` run, up to `queue`
-/// wait (first come, first served) for at most their deadline, the rest are
-/// refused at once (429). One lock guards the counts and the waiters.
-public final class InFlightLimiter: Sendable {
+/// The processing slots of an ``Admission``: up to `limit` requests run, up to
+/// `queue` wait (first come, first served) for at most their deadline, the
+/// rest are refused at once (the admission answers 429). A waiter suspends (no
+/// thread is held) and is resumed by a release, its deadline or the
+/// cancellation of its task. One lock guards the counts and the waiters.
+final class SlotQueue: Sendable {
     private struct State {
         var running = 0
         var nextID = 0
@@ -12,34 +14,30 @@ public final class InFlightLimiter: Sendable {
     }
 
     /// Most running at once.
-    public let limit: Int
+    let limit: Int
     /// Most waiting.
-    public let queue: Int
+    let queue: Int
     private let state = Locked(State())
 
     /// Called between deciding to queue and queueing (tests: a release in that window).
     private let beforeQueueing: (@Sendable () -> Void)?
 
-    /// Makes a limiter.
-    public convenience init(limit: Int, queue: Int) {
-        self.init(limit: limit, queue: queue, beforeQueueing: nil)
-    }
-
-    init(limit: Int, queue: Int, beforeQueueing: (@Sendable () -> Void)?) {
+    /// Makes the slots: `limit` (at least 1) run, `queue` (at least 0) wait; `beforeQueueing` is for tests.
+    init(limit: Int, queue: Int, beforeQueueing: (@Sendable () -> Void)? = nil) {
         self.limit = max(1, limit)
         self.queue = max(0, queue)
         self.beforeQueueing = beforeQueueing
     }
 
     /// How many run now.
-    public var running: Int { state.withLock { $0.running } }
+    var running: Int { state.withLock { $0.running } }
 
     /// How many wait now.
-    public var waiting: Int { state.withLock { $0.waiters.count } }
+    var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Takes a slot, waiting in the queue if there is room for at most `timeout`
     /// (nil: no deadline); false when refused, timed out or cancelled while waiting.
-    public func acquire(waitingAtMost timeout: Duration? = nil) async -> Bool {
+    func acquire(waitingAtMost timeout: Duration? = nil) async -> Bool {
         enum Decision { case granted, refused, wait(Int) }
         let decision = state.withLock { state -> Decision in
             if state.running < limit {
@@ -100,7 +98,7 @@ public final class InFlightLimiter: Sendable {
     }
 
     /// Gives a slot back, to the first waiter if there is one.
-    public func release() {
+    func release() {
         let next = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             if !state.waiters.isEmpty { return state.waiters.removeFirst().continuation }
             state.running -= 1

@@ -1,7 +1,9 @@
 import Foundation
+import Halcyon
 
-/// A process-wide budget of bytes for images being worked on, so concurrent
-/// jobs cannot together decode more pixels than the machine should hold.
+/// The process-wide budget of bytes for images being worked on, held by the
+/// ``Admission``, so concurrent requests cannot together decode more pixels
+/// than the machine should hold.
 ///
 /// A job estimates what it needs (decoded source plus results, all frames)
 /// and ``reserve(_:waitingAtMost:)`` admits it before any pixel is decoded:
@@ -10,9 +12,9 @@ import Foundation
 /// (no thread is held); it is resumed when a ``MemoryReservation`` gives bytes
 /// back and it fits, when its deadline passes, or when its task is cancelled.
 /// Waiters that fit are resumed in the order they came. One lock.
-package final class MemoryBudget: Sendable {
+final class MemoryBudget: Sendable {
     /// The budget in bytes.
-    package let capacity: Int
+    let capacity: Int
 
     private struct Waiter {
         let id: UInt64
@@ -33,15 +35,15 @@ package final class MemoryBudget: Sendable {
     private let state = Locked(State())
 
     /// Makes a budget of `capacity` bytes (at least 1 MiB).
-    package init(capacity: Int) {
+    init(capacity: Int) {
         self.capacity = max(1 << 20, capacity)
     }
 
     /// Bytes held by reservations now.
-    package var usedBytes: Int { state.withLock { $0.used } }
+    var usedBytes: Int { state.withLock { $0.used } }
 
     /// Jobs waiting for bytes now.
-    package var waitingCount: Int { state.withLock { $0.waiters.count } }
+    var waitingCount: Int { state.withLock { $0.waiters.count } }
 
     /// Takes `bytes` from the budget, suspending up to `timeout` for them to come free.
     ///
@@ -49,7 +51,7 @@ package final class MemoryBudget: Sendable {
     /// `bytes` exceeds the whole budget (nothing is waited for), with `waited:
     /// true` when the deadline passed, and `requestError(.taskCancelled)` when
     /// the calling task is cancelled while waiting.
-    package func reserve(_ bytes: Int, waitingAtMost timeout: Duration) async throws(HalcyonError) -> MemoryReservation {
+    func reserve(_ bytes: Int, waitingAtMost timeout: Duration) async throws(HalcyonError) -> MemoryReservation {
         let needed = max(0, bytes)
         guard needed <= capacity else {
             throw .processorError(reason: .memoryBudgetExceeded(neededBytes: needed, budgetBytes: capacity, waited: false))
@@ -135,9 +137,9 @@ package final class MemoryBudget: Sendable {
 }
 
 /// Bytes held from a ``MemoryBudget``; given back once, by ``release()`` or when freed.
-package final class MemoryReservation: Sendable {
+final class MemoryReservation: Sendable {
     /// The bytes held.
-    package let bytes: Int
+    let bytes: Int
     private let budget: MemoryBudget
     private let released = Locked(false)
 
@@ -149,7 +151,7 @@ package final class MemoryReservation: Sendable {
     deinit { release() }
 
     /// Gives the bytes back; later calls do nothing.
-    package func release() {
+    func release() {
         let first = released.withLock { released -> Bool in
             defer { released = true }
             return !released

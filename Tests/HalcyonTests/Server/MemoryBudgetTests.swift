@@ -1,5 +1,6 @@
 import Foundation
-@testable import Halcyon
+import Halcyon
+@testable import HalcyonServer
 import Testing
 
 /// The memory budget suspends its waiters: no thread is held while a job waits for bytes.
