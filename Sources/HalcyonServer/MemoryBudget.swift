@@ -16,12 +16,14 @@ final class MemoryBudget: Sendable {
     /// The budget in bytes.
     let capacity: Int
 
+    /// A job waiting for `bytes`, resumed through its continuation (nil: admitted).
     private struct Waiter {
         let id: UInt64
         let bytes: Int
         let continuation: CheckedContinuation<HalcyonError?, Never>
     }
 
+    /// The bytes held and the waiters, in arrival order, under the lock.
     private struct State {
         var used = 0
         var nextID: UInt64 = 0
@@ -110,6 +112,7 @@ final class MemoryBudget: Sendable {
         admitted.forEach { $0.continuation.resume(returning: nil) }
     }
 
+    /// Takes `bytes` back from a released reservation and resumes the waiters that now fit, in order.
     fileprivate func giveBack(_ bytes: Int) {
         let admitted = state.withLock { state -> [Waiter] in
             state.used -= bytes

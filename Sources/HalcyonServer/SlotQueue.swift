@@ -7,6 +7,7 @@ import Halcyon
 /// thread is held) and is resumed by a release, its deadline or the
 /// cancellation of its task. One lock guards the counts and the waiters.
 final class SlotQueue: Sendable {
+    /// The slots taken and the waiters, in arrival order, under the lock.
     private struct State {
         var running = 0
         var nextID = 0
@@ -37,6 +38,7 @@ final class SlotQueue: Sendable {
 
     /// Takes a slot, waiting in the queue if there is room for at most `timeout`
     /// (nil: no deadline); false when refused, timed out or cancelled while waiting.
+    /// A waiter suspends; a cancelled task leaves the queue at once.
     func acquire(waitingAtMost timeout: Duration? = nil) async -> Bool {
         enum Decision { case granted, refused, wait(Int) }
         let decision = state.withLock { state -> Decision in
