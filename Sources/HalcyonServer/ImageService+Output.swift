@@ -3,7 +3,7 @@ import Halcyon
 import NIOCore
 import Tracing
 
-// MARK: - Output: format, quality, size cap, metadata, pass-through
+// MARK: - Output: the encode entry, frame bounds, the source as it is
 
 /// What the encode of one request needs: the asked or negotiated format and the options' output settings.
 struct OutputRequest: Sendable {
@@ -16,29 +16,13 @@ struct OutputRequest: Sendable {
 }
 
 extension ImageService {
-    /// The encoded result: metadata stripped as configured, at the format's quality, re-encoded at lower
-    /// qualities while over `mb:` (lossy formats only, at most 8 tries, quality not below 10).
+    /// The encoded result: the request's output steps (metadata, encode; see `RenderStep`) with the server's
+    /// defaults for what the options leave unset.
     func encode(_ image: Image, output: OutputRequest) async throws -> (body: Data, format: ImageFormat) {
-        let options = output.options
-        var image = image
-        if options.stripMetadata ?? configuration.stripMetadata {
-            image = try image.strippingMetadata(keepCopyright: options.keepCopyright ?? configuration.keepCopyright,
-                                                keepColorProfile: !(options.stripColorProfile ?? configuration.stripColorProfile))
-        }
-        let format = encodingPolicy.encoding(for: image, as: output.explicit ?? output.negotiated).format
-        let quality = options.quality(for: format) ?? configuration.defaultQuality
-        var encoding = try boundedEncoding(encodingPolicy.encoding(for: image, as: format, quality: quality), of: image,
-                                           explicit: output.explicit != nil)
-        var body = try await encodeOnQueue(image, as: encoding)
-        guard let limit = options.maxBytes else { return (body, encoding.format) }
-        for _ in 0..<8 where body.count > limit {
-            guard let current = Self.lossyQuality(encoding), current > 10 else { break }
-            // Size falls roughly with quality; aim a little under the ratio, and always drop by at least 5.
-            let aimed = Int(Double(current) * Double(limit) / Double(body.count) * 0.9)
-            encoding = encodingPolicy.encoding(for: image, as: encoding.format, quality: max(10, min(current - 5, aimed)))
-            body = try await encodeOnQueue(image, as: encoding)
-        }
-        return (body, encoding.format)
+        let options = output.options.normalised(
+            stripMetadata: configuration.stripMetadata, keepCopyright: configuration.keepCopyright,
+            stripColorProfile: configuration.stripColorProfile)
+        return try await finish(image, steps: options.renderSteps().outputSteps, output: output)
     }
 
     /// `encoding`, unless one frame of `image` is over what its encoder may be given
@@ -69,7 +53,7 @@ extension ImageService {
     }
 
     /// One encode on the bounded encode queue; stops when the request's task is cancelled.
-    private func encodeOnQueue(_ image: Image, as encoding: ImageEncodingFormat) async throws -> Data {
+    func encodeOnQueue(_ image: Image, as encoding: ImageEncodingFormat) async throws -> Data {
         do {
             return try await RenderCancellation.perform(on: encodeQueue) { () throws(HalcyonError) -> Data in
                 try ImageEncoder.encode(image, as: encoding)

@@ -10,10 +10,10 @@ public struct WatermarkSource: Sendable {
     public let name: String
 }
 
-// MARK: - Processor chain
+// MARK: - The processor: the render steps under the plan's key
 
 extension ProcessingOptions {
-    /// The processor chain for these options, nil when nothing is asked; its identifier is a digest of the
+    /// The processor for these options, nil when no step draws; its identifier is a digest of the
     /// options, the side limit and the watermark's name (see ``ImageRequestPlan/cacheKey``), so chains that
     /// render differently never share a cached or coalesced image.
     public func processor(limits: ImageDecodingOptions, maxSide: Int = 16_384, watermark: WatermarkSource? = nil) -> (any ImageProcessor)? {
@@ -35,30 +35,18 @@ extension ProcessingOptions {
             || flipHorizontal || flipVertical || extend != nil || extendAspectRatio != nil || autoRotate == false
     }
 
-    /// The chain under `identifier`, which must stand for everything the chain renders from (the request plan's
-    /// key does); nil when nothing is asked.
+    /// The processor of these options' pixel steps (`renderSteps(watermark:)`, see `RenderStep`) under `identifier`,
+    /// which must stand for everything they render from (the request plan's key does); nil when no step draws.
     func processor(
         limits: ImageDecodingOptions, maxSide: Int = 16_384, watermark: WatermarkSource? = nil, identifier: String
     ) -> (any ImageProcessor)? {
-        var steps: [any ImageProcessor] = []
-        if hasGeometry {
-            var step = thumbnailStep(limits: limits)
-            step.maxSide = maxSide
-            step.trace = ServiceContext.current
-            steps.append(step.processor)
-        }
-        if let blur, blur > 0 { steps.append(BlurImageProcessor(blurRadius: CGFloat(blur))) }
-        if let sharpen, sharpen > 0 { steps.append(SharpenImageProcessor(sigma: CGFloat(sharpen))) }
-        if let pixelate, pixelate > 1 { steps.append(PixelateImageProcessor(size: pixelate)) }
-        if blackWhite { steps.append(BlackWhiteProcessor()) }
-        if let tint { steps.append(TintImageProcessor(tint: tint)) }
-        if let round, round > 0 { steps.append(RoundCornerImageProcessor(cornerRadius: CGFloat(round))) }
-        steps += finishingSteps(maxSide: maxSide, watermark: watermark)
-        guard var chain = steps.first else { return nil }
-        for step in steps.dropFirst() { chain = chain |> step }
-        let whole = chain
+        let steps = renderSteps(watermark: watermark).pixelSteps
+        guard !steps.isEmpty else { return nil }
+        let geometry = thumbnailStep(limits: limits)
+        let trace = ServiceContext.current
         return GeneralProcessor(identifier: identifier) { item, options throws(HalcyonError) in
-            try whole.process(item: item, options: options)
+            try RenderContext.render(steps, item: item, geometry: geometry, maxSide: maxSide, watermark: watermark, trace: trace,
+                                     options: options)
         }
     }
 
@@ -68,26 +56,7 @@ extension ProcessingOptions {
         return factors.contains { $0 < 1 } || (enlarge && factors.contains { $0 > 1 })
     }
 
-    /// Padding (scaled by `dpr`, filled with the background or transparent), the background under transparency,
-    /// then the watermark.
-    func finishingSteps(maxSide: Int, watermark source: WatermarkSource?) -> [any ImageProcessor] {
-        var steps: [any ImageProcessor] = []
-        let scaled = { (side: Int) in Int((Double(side) * dpr).rounded()) }
-        if !padding.isEmpty {
-            steps.append(PaddingImageProcessor(
-                top: scaled(padding.top), right: scaled(padding.right), bottom: scaled(padding.bottom), left: scaled(padding.left),
-                color: background ?? Color(red: 1, green: 1, blue: 1, alpha: 0), maxSide: maxSide))
-        }
-        if let background { steps.append(BackgroundColorProcessor(color: background)) }
-        if let watermark, watermark.opacity > 0, let source {
-            steps.append(WatermarkImageProcessor(
-                watermark: source.image, name: source.name, opacity: CGFloat(watermark.opacity), anchor: watermark.position?.anchor,
-                offset: CGPoint(x: watermark.x * dpr, y: watermark.y * dpr), scale: CGFloat(watermark.scale)))
-        }
-        return steps
-    }
-
-    /// The geometry step for these options: sizes multiplied by zoom and pixel ratio (rounded, at least 1),
+    /// The geometry's inputs for these options: sizes multiplied by zoom and pixel ratio (rounded, at least 1),
     /// or, without a size, the source scaled by them (never enlarged unless `el`).
     func thumbnailStep(limits: ImageDecodingOptions) -> ThumbnailStep {
         let size = scaledSize
@@ -100,12 +69,8 @@ extension ProcessingOptions {
         step.crop = crop
         step.trim = trim
         step.rotate = ((rotate % 360) + 360) % 360
-        step.flipHorizontal = flipHorizontal
-        step.flipVertical = flipVertical
         step.extend = extend
         step.extendAspectRatio = extendAspectRatio
-        step.background = background
-        step.autoRotate = autoRotate ?? true
         return step
     }
 }
