@@ -13,8 +13,9 @@ import NIOCore
 ///
 /// The work races the request's deadline (504) and a stop signal: the client hanging up (499; the connection's
 /// handler reports it through `HangUpSignals`, no polling) or ``cancelAll()`` at the shutdown deadline (503).
-/// The first to end wins and the others are cancelled; cancellation reaches libvips (``RenderCancellation``) and
-/// a memory wait, so the work ends within milliseconds. No thread is held while waiting for a slot or memory.
+/// The first to end wins and the others are cancelled; cancellation reaches libvips (through Halcyon's
+/// `RenderCancellation`) and a memory wait, so the work ends within milliseconds. No thread is held while
+/// waiting for a slot or memory.
 /// One lock guards the running work; the slots and the budget each have their own.
 public final class Admission: Sendable {
     /// Why a request's work was stopped.

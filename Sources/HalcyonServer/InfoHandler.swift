@@ -6,7 +6,7 @@ import NIOCore
 // MARK: - /info/{signature}/{options}/{source}
 
 extension ImageService {
-    /// Answers `GET /info/{signature}/{options}/{source}`: the source's ``ImageInfo`` as JSON.
+    /// Answers `GET /info/{signature}/{options}/{source}`: the source's `ImageInfo` (Halcyon's) as JSON.
     ///
     /// Signed like image paths (the signature covers what follows it). Options: `bh`/`blurhash:X:Y`
     /// sets the BlurHash components (1...9 each, default 4:3); anything else is a 400 naming it. The
