@@ -359,10 +359,12 @@ extension RenderContext {
 /// size the geometry steps go through: the box (times zoom and pixel ratio), the crop, the turn, the extension.
 /// The decode reads its scale to shrink on load; `MemoryEstimate` reads it to size the work from the header.
 struct ThumbnailStep: Sendable {
+    /// `rs:`'s mode.
     let mode: ProcessingOptions.ResizeMode
     /// The box, times zoom and pixel ratio; 0 follows the aspect ratio.
     let width: Int
     let height: Int
+    /// Where the crop (without its own placement) and the fill crop sit.
     let gravity: ProcessingOptions.Placement
     /// The decoding limits the plan is made under.
     let limits: ImageDecodingOptions
@@ -374,12 +376,15 @@ struct ThumbnailStep: Sendable {
     /// The smallest result sides (`mw`, `mh`, times the pixel ratio).
     var minWidth = 0
     var minHeight = 0
+    /// `c:`, in the turned source's pixels.
     var crop: ProcessingOptions.Crop?
     /// A trim needs the whole source: no shrink on load.
     var trim: ProcessingOptions.Trim?
     /// The user's turn, in 0..<360.
     var rotate = 0
+    /// `ex:`: the canvas is at least the box.
     var extend: ProcessingOptions.Placement?
+    /// `exar:`: the canvas is grown to the box's aspect ratio.
     var extendAspectRatio: ProcessingOptions.Placement?
 
     /// Whether the user's turn swaps width and height.
