@@ -6,9 +6,10 @@ import Halcyon
 ///
 /// Sizes never enlarge for `fit` and `fill` unless `el` (imgproxy's default);
 /// `force` gives exactly the size asked. A zero side follows the aspect ratio.
-/// The geometry runs in imgproxy's order: trim, rotate and flip, crop, resize,
-/// the fill crop, extend; then the filters, padding, background, watermark
-/// and metadata stripping.
+/// They are rendered as one ordered list of steps (`RenderStep.swift`): the
+/// EXIF orientation (undone for `ar:0`), trim, rotate and flip, crop, resize,
+/// the fill crop, extend; then the filters, padding, background, watermark,
+/// metadata and encode.
 public struct ProcessingOptions: Sendable, Hashable, Codable {
     /// How the image is fitted into the width and height.
     public enum ResizeMode: String, Sendable, Hashable, Codable {
