@@ -77,12 +77,16 @@ public final class Admission: Sendable {
     /// Runs `work` for a request on `channel`: a slot, then `work` with the request's ticket, estimated for `options`
     /// encoded as `output` (nil: the source's format); see the type.
     ///
+    /// `channel` is nil when the request did not come through Halcyon's own connection handler (routes mounted in
+    /// another Hummingbird app, whose context has no channel to watch): there is then no hang-up signal, and the
+    /// work ends at the request's deadline, at ``cancelAll()``, or when the calling task is cancelled.
+    ///
     /// Throws `ServerError` 429 when no slot comes free in time, 499 when the client hung up (before the work
     /// starts too), 504 at the request's deadline and 503 at shutdown, else what `work` throws;
     /// `CancellationError` when the calling task itself is cancelled. Returns only once `work` has ended, its memory
     /// and slot given back.
     func run<T: Sendable>(
-        on channel: any Channel, options: ProcessingOptions = ProcessingOptions(), output: ImageFormat? = nil,
+        on channel: (any Channel)?, options: ProcessingOptions = ProcessingOptions(), output: ImageFormat? = nil,
         _ work: @escaping @Sendable (Ticket) async throws -> T
     ) async throws -> T {
         guard await slots.acquire(waitingAtMost: queueTimeout) else {
@@ -96,8 +100,12 @@ public final class Admission: Sendable {
         let (stops, stop) = AsyncStream.makeStream(of: StopReason.self, bufferingPolicy: .bufferingOldest(1))
         defer { stop.finish() }
         // A client that hung up while its request waited in the queue gets no work started.
-        guard let hangUp = hangUps.register(channel, { stop.yield(.hangUp) }) else { throw error(for: .hangUp) }
-        defer { hangUps.cancel(hangUp) }
+        var hangUp: HangUpSignals.Registration?
+        if let channel {
+            guard let registration = hangUps.register(channel, { stop.yield(.hangUp) }) else { throw error(for: .hangUp) }
+            hangUp = registration
+        }
+        defer { if let hangUp { hangUps.cancel(hangUp) } }
         let id = register { stop.yield(.shutdown) }
         defer { _ = running.withLock { $0.stops.removeValue(forKey: id) } }
         switch await race({ try await work(ticket) }, against: stops) {
