@@ -1,6 +1,5 @@
 import Foundation
 import Halcyon
-import HalcyonRedis
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -20,63 +19,20 @@ public final class ImageServer: Service {
     /// The request handler.
     public let service: ImageService
     /// The SSRF guard on the downloader.
-    public let gate: AddressGate
-    private let downloader: ImageDownloader
+    public var gate: AddressGate { service.resources.gate }
     private let logger: Logger
-    private let ownedCacheFolder: URL?
-    /// The client of the shared result storage, when configured.
-    private let sharedStore: RedisClient?
     private let ports = Locked<(main: Int?, metrics: Int?)>((nil, nil))
 
-    /// Builds everything; throws on an invalid configuration. Source host names are looked up with `resolver`
-    /// (getaddrinfo unless a test gives its own blocking function; see ``AddressGate``).
+    /// Builds everything (``ImageService/init(configuration:logger:resolver:)``); throws on an invalid
+    /// configuration. Source host names are looked up with `resolver` (getaddrinfo unless a test gives its own
+    /// blocking function; see ``AddressGate``).
     public init(
         configuration: ServerConfiguration, logger: Logger,
         resolver: @escaping @Sendable (String) -> [IPAddress] = { IPAddress.resolve($0) }
     ) throws {
-        try configuration.validate()
         self.configuration = configuration
         self.logger = logger
-
-        let downloader = ImageDownloader(name: "halcyon-server")
-        downloader.downloadTimeout = configuration.downloadTimeout
-        downloader.maxResponseBytes = configuration.maxSourceBytes
-        downloader.maxRedirects = configuration.maxRedirects
-        downloader.maxConcurrentDownloads = max(6, configuration.maxInFlight)
-        let gate = AddressGate(
-            policy: AddressPolicy(allowLoopback: configuration.allowLoopback, allowPrivate: configuration.allowPrivate),
-            timeout: configuration.downloadTimeout,
-            allowedSources: try configuration.sourceAllowList(),
-            maxInflatedBytes: configuration.maxSourceBytes,
-            logger: logger,
-            resolver: resolver)
-        downloader.connectionGate = gate
-        self.downloader = downloader
-        self.gate = gate
-
-        let folder: URL
-        if let directory = configuration.cacheDirectory {
-            folder = URL(fileURLWithPath: directory)
-            ownedCacheFolder = nil
-        } else {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("halcyon-server-\(UUID().uuidString)")
-            ownedCacheFolder = folder
-        }
-        // The manager's own cache holds decoded images only when the operator asks for it
-        // (memoryCacheMegabytes > 0); results are kept encoded, in the response cache and on disk.
-        let disk = try DiskStorage.Backend(config: DiskStorage.Config(name: "halcyon-server", directory: folder))
-        let memory = MemoryStorage.Backend<Image>(config: MemoryStorage.Config(totalCostLimit: configuration.memoryCacheMegabytes * 1024 * 1024))
-        let manager = HalcyonManager(downloader: downloader, cache: ImageCache(memoryStorage: memory, diskStorage: disk))
-        let metrics = ServerMetrics()
-        let redis = try configuration.redisConfiguration().map { RedisClient(configuration: $0) }
-        sharedStore = redis
-        let results = ResultStorage(
-            local: try DiskDataStorage(name: "halcyon-results", folder: folder, megabytes: configuration.diskCacheMegabytes),
-            shared: redis.map { RedisDataStorage(client: $0) },
-            sharedLifetime: configuration.redisTTL > 0 ? .seconds(configuration.redisTTL) : nil,
-            metrics: metrics, logger: logger)
-        service = try ImageService(
-            configuration: configuration, manager: manager, results: results, metrics: metrics, logger: logger, gate: gate)
+        service = try ImageService(configuration: configuration, logger: logger, resolver: resolver)
     }
 
     /// The bound main port once listening.
@@ -159,21 +115,8 @@ public final class ImageServer: Service {
         router.add(middleware: log)
         if configuration.traceEndpoint != nil { router.add(middleware: RequestTracingMiddleware()) }
         router.add(middleware: MethodGuardMiddleware())
-        router.get("/health") { _, context in
-            context.record.route = "health"
-            return try await service.healthResponse()
-        }
-        router.head("/health") { _, context in
-            context.record.route = "health"
-            return try await service.healthResponse().createHeadResponse()
-        }
-        if configuration.metricsPort == nil { addMetricsRoute(to: router) }
-        router.get("/info/**") { request, context in try await service.info(request, context: context) }
-        let images = router.group()
-            .add(middleware: CachedResponseMiddleware(service: service))
-            .add(middleware: SignatureMiddleware(signer: service.signer))
-        images.get("**") { request, context in try await service.image(request, context: context) }
-        images.head("**") { request, context in try await service.image(request, context: context) }
+        // The routes any Hummingbird app can mount, here at `/`.
+        router.addRoutes(HalcyonImageRoutes(service: service, servesMetrics: configuration.metricsPort == nil).routes)
         // Hummingbird's own idle timeout; the connection policy (cap, head and write timeouts) is the limits'.
         let http = HTTP1Channel.Configuration(idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
         let server = ServerHTTP1Channel.builder(configuration: http, limits: service.connections)
@@ -185,19 +128,6 @@ public final class ImageServer: Service {
             logger: logger)
     }
 
-    /// `GET` and `HEAD /metrics` on `router`.
-    private func addMetricsRoute(to router: Router<ServerRequestContext>) {
-        let service = self.service
-        router.get("/metrics") { _, context in
-            context.record.route = "metrics"
-            return service.metricsResponse()
-        }
-        router.head("/metrics") { _, context in
-            context.record.route = "metrics"
-            return service.metricsResponse().createHeadResponse()
-        }
-    }
-
     /// `/metrics` on its own host and port, when configured.
     private func metricsApplication() -> (any Service)? {
         guard let metricsPort = configuration.metricsPort else { return nil }
@@ -205,7 +135,7 @@ public final class ImageServer: Service {
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: RequestLogMiddleware(logger: logger, metrics: service.metrics, negativeCacheTTL: configuration.negativeCacheTTL))
         router.add(middleware: MethodGuardMiddleware())
-        addMetricsRoute(to: router)
+        router.addRoutes(HalcyonImageRoutes(service: service).metricsRoutes)
         let http = HTTP1Channel.Configuration(idleTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000)))
         return Application(
             router: router,
@@ -217,10 +147,7 @@ public final class ImageServer: Service {
     }
 
     private func cleanUp() async {
-        await downloader.shutdown()
-        await gate.shutdown()
-        await sharedStore?.shutdown()
-        if let ownedCacheFolder { try? FileManager.default.removeItem(at: ownedCacheFolder) }
+        await service.shutdown()
     }
 }
 

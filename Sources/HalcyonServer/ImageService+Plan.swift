@@ -5,8 +5,8 @@ import Hummingbird
 // MARK: - Reading a request into its plan
 
 extension ImageService {
-    /// The plan of an image request, read once: `path` (parsed and signature-checked by ``SignatureMiddleware``;
-    /// parsed here when absent), the options with presets, the source under the source policy, and the output
+    /// The plan of an image request, read once: `path` (parsed and signature-checked by the image route;
+    /// parsed here from the request's path when absent), the options with presets, the source under the source policy, and the output
     /// format from the extension, `f:` or `Accept`. Throws a 4xx naming the problem.
     func plan(for request: Request, path: ImageRequestPath?) throws(ServerError) -> ImageRequestPlan {
         let parsed: ImageRequestPath

@@ -5,31 +5,18 @@ import Hummingbird
 extension ImageService {
     // MARK: - Responses
 
-    /// The answer from the response cache for a request as sent (path and `Accept`), or nil.
+    /// The answer from the response cache for an image path as sent (below the mount prefix) and the request's
+    /// headers, or nil; counts the hit.
     ///
-    /// Runs before the path is parsed and its signature checked: an entry is
-    /// only ever stored under a path that passed both. A request with a body
-    /// is not answered here (the image handler refuses it).
-    func cachedResponse(for request: Request, context: ServerRequestContext) -> Response? {
-        guard let answer = cachedAnswer(path: request.uri.path, headers: request.headers) else { return nil }
-        context.record.route = "image"
-        context.record.cacheTier = "response"
-        return answer.response
-    }
-
-    /// The answer from the response cache for a request's path (as Hummingbird's `URI` reads it) and headers, or nil;
-    /// counts the hit.
+    /// Runs before the path is parsed and its signature checked: an entry is only ever stored under a path that
+    /// passed both, and the same bytes verify the same way. A request with a body is not answered here (the image
+    /// handler refuses it).
     func cachedAnswer(path: String, headers: HTTPFields) -> CachedAnswer? {
         guard headers[.contentLength] == nil, headers[.transferEncoding] == nil,
               let entry = responses.value(for: responseCacheKey(path: path, accept: headers[.accept])) else { return nil }
         // An expired URL's entry is not found (the cache drops it); the image handler refuses the URL.
         metrics.cache("response")
         return CachedAnswer(entry, ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince])
-    }
-
-    /// The response cache's key of a request: its path as sent and the format its `Accept` header negotiates.
-    func responseCacheKey(_ request: Request) -> ResponseCache.Key {
-        responseCacheKey(path: request.uri.path, accept: request.headers[.accept])
     }
 
     /// The response cache's key of a path and an `Accept` header (see ``ResponseCache/Key``).

@@ -40,18 +40,21 @@ public final class ImageService: Sendable {
     /// The image `wm:` draws, when configured.
     let watermark: WatermarkSource?
     private let health: HealthMonitor
-    private let logger: Logger
+    let logger: Logger
     /// The SSRF gate of the downloader, which looks a source's host up before its download takes a slot.
-    private let gate: AddressGate?
+    private let gate: AddressGate
+    /// What this service owns and shuts down (``shutdown()``).
+    let resources: ImageServiceResources
     /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
     let encodeQueue = PipelineQueues.shared.encode
 
-    /// Makes the handlers; `configuration` must have passed ``ServerConfiguration/validate()``.
+    /// Makes the handlers over `resources`; `configuration` must have passed ``ServerConfiguration/validate()``.
     init(
         configuration: ServerConfiguration, manager: HalcyonManager, results: ResultStorage, metrics: ServerMetrics, logger: Logger,
-        gate: AddressGate? = nil
+        resources: ImageServiceResources
     ) throws(ServerConfiguration.ConfigurationError) {
-        self.gate = gate
+        self.resources = resources
+        gate = resources.gate
         self.configuration = configuration
         self.manager = manager
         self.results = results
@@ -106,47 +109,58 @@ public final class ImageService: Sendable {
 
     // MARK: - Image requests
 
-    /// Answers an image request (GET or HEAD, signature already checked by ``SignatureMiddleware``).
+    /// Answers an image request (GET or HEAD) whose image path is `path`: the request's path below the route's
+    /// mount prefix, as sent.
     ///
-    /// The request is read once into its ``ImageRequestPlan``, whose key finds a stored result; otherwise the
-    /// work runs under the ``admission`` (a slot, then memory from the source's header) and its result is stored
-    /// under that key.
-    public func image(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        context.record.route = "image"
+    /// In order: the response cache (a hit answers before anything else is read; an entry exists only for a path
+    /// that passed the next steps once), the path parsed once and its signature checked (400, 403), then the
+    /// request is read into its ``ImageRequestPlan``, whose key finds a stored result; otherwise the work runs
+    /// under the ``admission`` (a slot, then memory from the source's header) and its result is stored under that
+    /// key. Without a `channel` there is no hang-up signal (see ``Admission``).
+    func image(_ request: Request, path: String, record: RequestRecord, channel: (any Channel)?) async throws -> Response {
+        record.route = "image"
+        if let answer = cachedAnswer(path: path, headers: request.headers) {
+            record.cacheTier = "response"
+            return answer.response
+        }
+        let parsed = try Self.parsePath(path)
+        if let signer, !signer.verify(signature: parsed.signature, path: parsed.signedPath) {
+            throw ServerError(status: 403, code: "invalid_signature", message: "the signature does not match")
+        }
         metrics.enter()
         defer { metrics.leave() }
         try Self.refuseBody(request.headers)
-        let plan = try plan(for: request, path: context.imagePath)
+        let plan = try plan(for: request, path: parsed)
         let processor = plan.options.processor(
             limits: decodingLimits, maxSide: configuration.maxResultDimension, watermark: watermark,
             identifier: "halcyon.server.plan(\(plan.cacheKey))")
 
-        let rawKey = responseCacheKey(request)
+        let rawKey = responseCacheKey(path: path, accept: request.headers[.accept])
         if plan.storesResult, let stored = await results.value(for: plan.cacheKey) {
             metrics.cache(stored.tier)
-            context.record.cacheTier = stored.tier
+            record.cacheTier = stored.tier
             return remember(stored.entry, rawKey: rawKey, request: request, plan: plan)
         }
-        let work = Work(processor: processor, output: plan.output, record: context.record)
+        let work = Work(processor: processor, output: plan.output, record: record)
         let entry: ResponseCache.Entry
         do {
             try checkLocalSize(plan.source)
-            entry = try await admitted(plan.source, work, on: context.channel)
+            entry = try await admitted(plan.source, work, on: channel)
         } catch let failure as ServerError where fallback != nil && FallbackImage.replaces(failure) {
-            return try await fallbackResponse(failure, work: work, context: context)
+            return try await fallbackResponse(failure, work: work, channel: channel)
         }
         if plan.storesResult { results.store(entry, for: plan.cacheKey) }
         return remember(entry, rawKey: rawKey, request: request, plan: plan)
     }
 
     /// The fallback image processed like the request, with `failure`'s status; `failure` itself when there is none.
-    private func fallbackResponse(_ failure: ServerError, work: Work, context: ServerRequestContext) async throws -> Response {
+    private func fallbackResponse(_ failure: ServerError, work: Work, channel: (any Channel)?) async throws -> Response {
         guard let fallback else { throw failure }
-        context.record.errorCode = failure.code
+        work.record.errorCode = failure.code
         var plain = work
         (plain.output.options.raw, plain.output.options.skipProcessing) = (false, [])
         let work = plain
-        let entry = try await admitted(fallback.source, work, on: context.channel)
+        let entry = try await admitted(fallback.source, work, on: channel)
         return FallbackImage.response(entry, failure: failure)
     }
 
@@ -189,12 +203,13 @@ public final class ImageService: Sendable {
         let record: RequestRecord
     }
 
-    /// The encoded result of `work` on `source`, produced under the admission for the request on `channel`: a slot,
+    /// The encoded result of `work` on `source`, produced under the admission for the request on `channel` (nil: no
+    /// hang-up signal): a slot,
     /// then ``produce(_:_:ticket:)`` with the ticket that reserves memory for the request's options and output
     /// format; the slot and memory are given back when this returns.
     ///
     /// Throws the admission's 429, 499, 503 and 504, else what `produce` throws.
-    private func admitted(_ source: Source, _ work: Work, on channel: any Channel) async throws -> ResponseCache.Entry {
+    private func admitted(_ source: Source, _ work: Work, on channel: (any Channel)?) async throws -> ResponseCache.Entry {
         try await admission.run(on: channel, options: work.output.options, output: work.output.explicit ?? work.output.negotiated) { ticket in
             try await self.produce(source, work, ticket: ticket)
         }
@@ -208,7 +223,7 @@ public final class ImageService: Sendable {
     /// memory estimate is reserved, suspending while the budget is short; then the manager decodes and processes
     /// the bytes, and the result is encoded. With the manager's memory cache on, an image it holds is used first.
     private func produce(_ source: Source, _ work: Work, ticket: Admission.Ticket) async throws -> ResponseCache.Entry {
-        if let gate, source.isRemote, let url = source.url {
+        if source.isRemote, let url = source.url {
             do { try await gate.prepare(url) } catch { throw serverError(for: error) }
         }
         let started = ContinuousClock.now

@@ -12,10 +12,10 @@ extension ImageService {
     /// sets the BlurHash components (1...9 each, default 4:3); anything else is a 400 naming it. The
     /// source goes through the same resolver, SSRF guard, size limits and ``Admission`` (a slot, then memory by
     /// estimate: `Admission.Ticket.reserveInfo(_:source:)`) as an image, and only its header and a 64-pixel
-    /// shrink-on-load decode are read.
-    public func info(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        context.record.route = "info"
-        let path = String(request.uri.path.dropFirst("/info".count))
+    /// shrink-on-load decode are read. `path` is what follows `/info` (below the mount prefix), as sent; without a
+    /// `channel` there is no hang-up signal (see ``Admission``).
+    func info(path: String, record: RequestRecord, channel: (any Channel)?) async throws -> Response {
+        record.route = "info"
         let parsed = try Self.parsePath(path)
         if let signer, !signer.verify(signature: parsed.signature, path: parsed.signedPath) {
             throw ServerError(status: 403, code: "invalid_signature", message: "the signature does not match")
@@ -24,7 +24,7 @@ extension ImageService {
         let source = try resolve(parsed.source)
         try checkLocalSize(source)
         let limits = decodingLimits
-        let info = try await admission.run(on: context.channel) { ticket in
+        let info = try await admission.run(on: channel) { ticket in
             let data = try await self.sourceData(source)
             do throws(HalcyonError) {
                 // Memory like an image request: the estimate of the loader and the small decode, reserved before any pixel.

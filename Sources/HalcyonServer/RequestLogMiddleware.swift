@@ -17,24 +17,32 @@ struct RequestLogMiddleware: RouterMiddleware {
     let negativeCacheTTL: Int
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await answer(request, context: context, record: context.record) { try await next(request, context) }
+    }
+
+    /// The answer of `next` for `request`, its error rendered, logged (as `path`, the request's path when nil) and
+    /// counted with what `record` holds; what mounted routes in another app's context use in place of the middleware.
+    func answer(
+        _ request: Request, context: some RequestContext, record: RequestRecord, path: String? = nil,
+        _ next: () async throws -> Response
+    ) async throws -> Response {
         let start = ContinuousClock.now
         var response: Response
         do {
-            response = try await next(request, context)
+            response = try await next()
         } catch let error as ServerError {
             response = error.response()
-            context.record.errorCode = error.code
+            record.errorCode = error.code
         } catch let error as HTTPResponseError {
             response = try error.response(from: request, context: context)
         } catch {
             let internalError = ServerError(status: 500, code: "internal", message: "internal error")
             response = internalError.response()
-            context.record.errorCode = internalError.code
+            record.errorCode = internalError.code
         }
         let status = Int(response.status.code)
         if status >= 400 { response.headers[.cacheControl] = errorCacheControl(status: status) }
-        let record = context.record
-        log(method: request.method, path: request.uri.path, status: status, bytes: response.headers[.contentLength],
+        log(method: request.method, path: path ?? request.uri.path, status: status, bytes: response.headers[.contentLength],
             elapsed: ContinuousClock.now - start, route: record.route, cacheTier: record.cacheTier, errorCode: record.errorCode)
         return response
     }

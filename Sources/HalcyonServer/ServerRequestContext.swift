@@ -12,9 +12,6 @@ public struct ServerRequestContext: RequestContext {
     public let channel: any Channel
     /// What the handlers report about the request (route, cache tier, error code).
     public let record = RequestRecord()
-    /// An image request's path, parsed (and its signature checked) by the signature middleware, so the handler
-    /// does not parse it again.
-    public var imagePath: ImageRequestPath?
 
     /// Makes the context for a request arriving on `source.channel`.
     public init(source: ApplicationRequestContextSource) {
