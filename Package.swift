@@ -129,6 +129,7 @@ let package = Package(
                 "HalcyonServer",
                 "HalcyonRedis",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 "halcyon-cache-stress",
                 "halcyon",

@@ -3,8 +3,8 @@ import Halcyon
 @testable import HalcyonServer
 import Testing
 
-/// Response cache hits (`CachedResponseMiddleware`, the one path every hit takes), checked over raw sockets: the same
-/// answers as the router gives, in request order when pipelined, counted, and subject to the idle timeout.
+/// Response cache hits (the image route's first step, the one path every hit takes), checked over raw sockets: the
+/// same answers as the router gives, in request order when pipelined, counted, and subject to the idle timeout.
 @Suite("Server: cached hits")
 struct ServerCachedHitTests {
     /// One response read from a raw HTTP/1.1 stream.
