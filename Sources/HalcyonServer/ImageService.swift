@@ -6,14 +6,14 @@ import Logging
 import NIOCore
 import Tracing
 
-/// The handlers of the image service: `/health`, `/metrics` and image paths.
+/// The handlers of the image service: `/health`, `/metrics`, `/info` and image paths, which
+/// ``HalcyonImageRoutes`` routes in any Hummingbird 2 app.
 ///
-/// An image request passes the router's middleware (request log, signature),
-/// then here: options, source policy, the response cache, the ``Admission``
-/// (a slot with a queue deadline, then memory by estimate from the source's
-/// header), the ``HalcyonManager`` (its caches and coalescing), one encode and
-/// the response headers. The work stops when the request stops (timeout,
-/// client hang-up, shutdown deadline; see ``Admission``).
+/// An image request is answered here: the response cache, the signature, options, source policy, the
+/// stored results, the ``Admission`` (a slot with a queue deadline, then memory by estimate from the
+/// source's header), Halcyon's `HalcyonManager` (its caches and coalescing), one encode and the response
+/// headers. The work stops when the request stops (timeout, client hang-up, shutdown deadline; see
+/// ``Admission``).
 public final class ImageService: Sendable {
     /// The settings.
     public let configuration: ServerConfiguration
