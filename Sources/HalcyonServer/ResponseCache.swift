@@ -6,7 +6,7 @@ import NIOFoundationCompat
 
 /// Encoded responses kept in memory, so a repeated request costs a lookup,
 /// not an encode. Least-recently-used entries go first past the byte limit,
-/// which counts each entry's body, key and headers (``cost(of:key:)``);
+/// which counts each entry's body, key and headers (`cost(of:key:)`);
 /// entries expire after `lifetime`. One lock; a lookup, a store and each
 /// eviction take constant time however many entries the cache holds (the
 /// entries are linked in order of use), so a flood of distinct small answers
