@@ -36,8 +36,10 @@ extension ImageCache {
         for tier in tiers {
             guard let stored = try? await tier.value(forKey: key), !stored.data.isEmpty else { continue }
             if Task.isCancelled { throw .requestError(reason: .taskCancelled(task: nil, token: nil)) }
+            // Decoded as a disk entry is (its removal of undecodable bytes finds no local file here).
             let decoded = await readQueue.run {
-                self.decodeTierBytes(stored.data, computedKey: key, lookup: lookup)
+                self.decodeStored(stored.data, computedKey: key, extensionKey: lookup.key, serializer: lookup.serializer,
+                                  decoding: lookup.decoding, forcedExtension: lookup.forcedExtension)
             }
             guard let image = try decoded.get() else {
                 tierOperations.enqueue { try? await tier.removeValue(forKey: key) }
@@ -51,24 +53,6 @@ extension ImageCache {
             return .hit(image, .disk)
         }
         return .miss
-    }
-
-    /// Decodes a tier's bytes as a disk entry's are; nil when they no longer decode.
-    private func decodeTierBytes(_ data: Data, computedKey: String, lookup: CacheLookup) -> Result<Image?, HalcyonError> {
-        let image: Image
-        do throws(HalcyonError) {
-            image = try lookup.serializer.image(with: data, options: lookup.decoding)
-        } catch {
-            if case .processorError(reason: .tooManyPixels) = error { return .failure(error) }
-            if case .processorError(reason: .tooManyFrames) = error { return .failure(error) }
-            return .success(nil)
-        }
-        do throws(HalcyonError) {
-            return .success(try Self.reprocessed(
-                image, underProcessedKey: computedKey != lookup.key, serializer: lookup.serializer, decoding: lookup.decoding))
-        } catch {
-            return .failure(error)
-        }
     }
 
     /// Copies bytes just written to the local disk into every data tier, in call order with the tiers' other
