@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps test-deps test-fleet bench-fleet bench-tracing build release run test test-asan test-tsan check docs bench bench-server bench-cli soak clean
+.PHONY: deps test-deps test-fleet test-vapor examples bench-fleet bench-tracing build release run test test-asan test-tsan check docs bench bench-server bench-cli soak clean
 
 ## deps: install libvips-dev, libisal-dev (ISA-L's inflate, for the PNG loader), libdeflate-dev (the PNG
 ##       encoder's compression) and pkg-config when missing.
@@ -62,6 +62,20 @@ test-tsan: deps
 test-fleet: test-deps
 	$(SWIFT) build --product halcyon
 	HALCYON_BIN="$$($(SWIFT) build --show-bin-path)/halcyon" bash scripts/test-fleet.sh
+
+## test-vapor: HalcyonVapor (Integrations/HalcyonVapor, a package of its own: `make test` never builds Vapor), built
+##             and tested. examples: builds both apps of Examples/ (one package). Both use one build folder,
+##             Integrations/.build-shared, so the examples reuse the test build's products (Vapor, Hummingbird,
+##             Halcyon) and compile little more than their own two files. SWIFT_DETERMINISTIC_HASHING keeps
+##             SwiftPM's order of a package's trait flags (-DFullFoundation -DConfigurationSupport for Hummingbird)
+##             the same from one `swift build` to the next: in another order, Hummingbird is compiled again.
+SHARED_BUILD := $(CURDIR)/Integrations/.build-shared
+SHARED_SWIFT := SWIFT_DETERMINISTIC_HASHING=1 $(SWIFT)
+test-vapor: deps
+	cd Integrations/HalcyonVapor && $(SHARED_SWIFT) build --build-tests --scratch-path $(SHARED_BUILD)
+	cd Integrations/HalcyonVapor && $(SHARED_SWIFT) test --skip-build --scratch-path $(SHARED_BUILD)
+examples: deps
+	cd Examples && $(SHARED_SWIFT) build --scratch-path $(SHARED_BUILD)
 
 ## check: what CI runs after `make test`: both sanitizer runs.
 check: test test-asan test-tsan
@@ -157,7 +171,7 @@ bench-cli: deps
 	cd Benchmarks && $(BENCH_ENV) BENCH_RESULTS=$(CURDIR)/bench-results.md $(SWIFT) run -c release CLIBenchmark
 
 clean:
-	rm -rf .build Benchmarks/.build $(OUT) bench-results.md
+	rm -rf .build Benchmarks/.build $(SHARED_BUILD) $(OUT) bench-results.md
 
 ## fuzz: libFuzzer + ASan over decode+process, the chain parser and the server's request path
 ##       (URL parser, signature, options, source resolver), FUZZ_SECONDS each (default 60).
