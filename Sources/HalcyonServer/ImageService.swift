@@ -131,9 +131,6 @@ public final class ImageService: Sendable {
         defer { metrics.leave() }
         try Self.refuseBody(request.headers)
         let plan = try plan(for: request, path: parsed)
-        let processor = plan.options.processor(
-            limits: decodingLimits, maxSide: configuration.maxResultDimension, watermark: watermark,
-            identifier: "halcyon.server.plan(\(plan.cacheKey))")
 
         let rawKey = responseCacheKey(path: path, accept: request.headers[.accept])
         if plan.storesResult, let stored = await results.value(for: plan.cacheKey) {
@@ -141,7 +138,11 @@ public final class ImageService: Sendable {
             record.cacheTier = stored.tier
             return remember(stored.entry, rawKey: rawKey, request: request, plan: plan)
         }
-        let work = Work(processor: processor, output: plan.output, record: record)
+        let (limits, maxSide, watermark, identifier) = (decodingLimits, configuration.maxResultDimension, watermark,
+                                                        "halcyon.server.plan(\(plan.cacheKey))")
+        let work = Work(output: plan.output, record: record) { opened in
+            plan.options.processor(limits: limits, maxSide: maxSide, watermark: watermark, identifier: identifier, opened: opened)
+        }
         let entry: ResponseCache.Entry
         do {
             try checkLocalSize(plan.source)
@@ -197,10 +198,11 @@ public final class ImageService: Sendable {
 
     /// What one request's work needs besides its source.
     struct Work: Sendable {
-        /// The chain, nil when nothing is asked.
-        var processor: (any ImageProcessor)?
         var output: OutputRequest
         let record: RequestRecord
+        /// The chain (nil when nothing is asked), which decodes from the given header when it was opened from the
+        /// bytes it is handed; the identifier is the same with or without one.
+        let processor: @Sendable (ImageDecoder.OpenedImage?) -> (any ImageProcessor)?
     }
 
     /// The encoded result of `work` on `source`, produced under the admission for the request on `channel` (nil: no
@@ -229,17 +231,18 @@ public final class ImageService: Sendable {
         let started = ContinuousClock.now
         var downloaded = Duration.zero
         var input = source
-        if !heldInMemory(source, work.processor) {
+        var processor = work.processor(nil)
+        if !heldInMemory(source, processor) {
             let data = try await sourceData(source)
             if source.isRemote {
                 downloaded = ContinuousClock.now - started
                 metrics.download(downloaded)
             }
             if let entry = try passThrough(data, output: work.output) { return entry }
-            try await reserve(data, ticket: ticket)
+            processor = try await work.processor(reserve(data, ticket: ticket))
             input = .provider(RawImageDataProvider(data: data, cacheKey: source.cacheKey))
         }
-        let image = try await retrieve(input, processor: work.processor, record: work.record)
+        let image = try await retrieve(input, processor: processor, record: work.record)
         let span = startSpan("halcyon.encode", context: ServiceContext.current ?? .topLevel)
         defer { span.end() }
         let encoded: (body: Data, format: ImageFormat)
@@ -264,9 +267,12 @@ public final class ImageService: Sendable {
 
     /// Opens the header of `data` and hands it to `ticket`, which checks the result's size and reserves the memory
     /// estimate (suspending while the budget is short); throws the 4xx naming the problem, before any decoding.
-    private func reserve(_ data: Data, ticket: Admission.Ticket) async throws {
+    /// Returns the opened header, which the render decodes from.
+    private func reserve(_ data: Data, ticket: Admission.Ticket) async throws -> ImageDecoder.OpenedImage {
         do throws(HalcyonError) {
-            try await ticket.reserve(ImageDecoder.open(data, options: decodingLimits), source: data)
+            let opened = try ImageDecoder.open(data, options: decodingLimits)
+            try await ticket.reserve(opened, source: data)
+            return opened
         } catch {
             throw serverError(for: error)
         }

@@ -37,16 +37,18 @@ extension ProcessingOptions {
 
     /// The processor of these options' pixel steps (`renderSteps(watermark:)`, see `RenderStep`) under `identifier`,
     /// which must stand for everything they render from (the request plan's key does); nil when no step draws.
+    /// Given the bytes `opened` was opened from, it decodes from that header instead of reading it again.
     func processor(
-        limits: ImageDecodingOptions, maxSide: Int = 16_384, watermark: WatermarkSource? = nil, identifier: String
+        limits: ImageDecodingOptions, maxSide: Int = 16_384, watermark: WatermarkSource? = nil, identifier: String,
+        opened: ImageDecoder.OpenedImage? = nil
     ) -> (any ImageProcessor)? {
         let steps = renderSteps(watermark: watermark).pixelSteps
         guard !steps.isEmpty else { return nil }
         let geometry = thumbnailStep(limits: limits)
         let trace = ServiceContext.current
         return GeneralProcessor(identifier: identifier) { item, options throws(HalcyonError) in
-            try RenderContext.render(steps, item: item, geometry: geometry, maxSide: maxSide, watermark: watermark, trace: trace,
-                                     options: options)
+            try RenderContext.render(steps, item: item, opened: opened, geometry: geometry, maxSide: maxSide, watermark: watermark,
+                                     trace: trace, options: options)
         }
     }
 

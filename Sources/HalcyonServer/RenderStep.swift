@@ -183,17 +183,18 @@ struct RenderContext {
     /// The server's watermark image.
     let watermark: WatermarkSource?
 
-    /// `steps` (pixel steps, in order) run on `item`, decoded first; `halcyon.decode` and `halcyon.process` spans
-    /// are children of `trace`.
+    /// `steps` (pixel steps, in order) run on `item`, decoded first (from `opened` when it is `item`'s bytes opened);
+    /// `halcyon.decode` and `halcyon.process` spans are children of `trace`.
     static func render(
-        _ steps: [RenderStep], item: ImageProcessItem, geometry: ThumbnailStep, maxSide: Int, watermark: WatermarkSource?,
-        trace: ServiceContext?, options: HalcyonParsedOptionsInfo
+        _ steps: [RenderStep], item: ImageProcessItem, opened: ImageDecoder.OpenedImage? = nil, geometry: ThumbnailStep,
+        maxSide: Int, watermark: WatermarkSource?, trace: ServiceContext?, options: HalcyonParsedOptionsInfo
     ) throws(HalcyonError) -> Image {
         var image: Image, context: RenderContext
         do {
             let span = trace.map { startSpan("halcyon.decode", context: $0) }
             defer { span?.end() }
-            (image, context) = try decode(item, steps: steps, geometry: geometry, maxSide: maxSide, watermark: watermark, options: options)
+            (image, context) = try decode(item, opened: opened, steps: steps, geometry: geometry, maxSide: maxSide, watermark: watermark,
+                                          options: options)
         }
         let span = trace.map { startSpan("halcyon.process", context: $0) }
         defer { span?.end() }
@@ -205,9 +206,10 @@ struct RenderContext {
     /// The decoded source and the context for it. With geometry steps, the source is opened and decoded with the
     /// loader's own shrink (libjpeg's 1/2, 1/4, 1/8; libvips shrink-on-load) to at least the plan's size, so the
     /// resize resamples once; a trim needs the whole source and turns the shrink off. Without, it is decoded whole.
+    /// The header is read once: `opened` is used when it was opened from the very bytes of `item`.
     private static func decode(
-        _ item: ImageProcessItem, steps: [RenderStep], geometry: ThumbnailStep, maxSide: Int, watermark: WatermarkSource?,
-        options: HalcyonParsedOptionsInfo
+        _ item: ImageProcessItem, opened: ImageDecoder.OpenedImage?, steps: [RenderStep], geometry: ThumbnailStep, maxSide: Int,
+        watermark: WatermarkSource?, options: HalcyonParsedOptionsInfo
     ) throws(HalcyonError) -> (Image, RenderContext) {
         let context = { (source: (width: Int, height: Int), orientation: Int) in
             RenderContext(geometry: geometry, plan: geometry.plan(sourceWidth: source.width, sourceHeight: source.height),
@@ -225,7 +227,8 @@ struct RenderContext {
             data = bytes
         }
         var decoding = options.decodingOptions
-        let header = try ImageDecoder.open(data, options: decoding)
+        let header: ImageDecoder.OpenedImage
+        if let opened, opened.opens(data, options: decoding) { header = opened } else { header = try ImageDecoder.open(data, options: decoding) }
         let sideways = !steps.contains(.orientation) && header.isSideways
         let upright = sideways ? (width: header.height, height: header.width) : (width: header.width, height: header.height)
         let scale = geometry.plan(sourceWidth: upright.width, sourceHeight: upright.height).scale

@@ -142,6 +142,14 @@ public enum ImageDecoder {
 
         /// Whether making the image upright swaps its width and height (EXIF orientations 5 to 8).
         package var isSideways: Bool { (5...8).contains(orientation) }
+
+        /// Whether this is `data` (the same bytes in the same storage, not a copy) opened as `options` would open
+        /// it (the same frames read), so decoding may start from it instead of reading the header again.
+        package func opens(_ data: Data, options: ImageDecodingOptions) -> Bool {
+            guard data.count == self.data.count, allFrames == (!options.onlyFirstFrame && format.supportsAnimation) else { return false }
+            let mine = self.data.withUnsafeBytes { $0.baseAddress }
+            return mine != nil && mine == data.withUnsafeBytes { $0.baseAddress }
+        }
     }
 
     /// Opens `data`: sniffs the format, reads the header and checks the pixel and frame limits of `options`.

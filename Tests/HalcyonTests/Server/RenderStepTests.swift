@@ -59,4 +59,25 @@ struct RenderStepTests {
         #expect(try Self.steps(["rs:fit:30:20", "mw:50"], fixture).map(\.name) == ["resize", "fillCrop", "metadata", "encode"])
         #expect(try Self.steps(["exar:1", "w:30"], fixture) == Self.steps(["w:30"], fixture), "exar needs a width and a height")
     }
+
+    @Test("The render decodes from a handed header only when it was opened from the very bytes it is given")
+    func handedHeader() throws {
+        let wide = try TestImages.encodedGradient(.png(), width: 80, height: 40)
+        let tall = try TestImages.solid(RGBA8(red: 0, green: 0, blue: 255), width: 30, height: 90).encoded(as: .png())
+        var options = ProcessingOptions()
+        (options.resizeMode, options.width, options.height) = (.fit, 20, 20)
+        let render = { (opened: ImageDecoder.OpenedImage?, bytes: Data) throws -> Image in
+            let processor = try #require(options.processor(limits: ImageDecodingOptions(), identifier: "test", opened: opened))
+            return try processor.process(item: .data(bytes), options: HalcyonParsedOptionsInfo([]))
+        }
+        let plain = try render(nil, wide)
+        let handed = try render(ImageDecoder.open(wide), wide)
+        #expect((handed.width, handed.height) == (20, 10) && (plain.width, plain.height) == (20, 10))
+        #expect(try handed.encoded(as: .png()) == plain.encoded(as: .png()), "the same pixels from the handed header")
+        // A header of other bytes, or of an equal copy in other storage, is not used: the bytes given are decoded.
+        let other = try render(ImageDecoder.open(wide), tall)
+        #expect((other.width, other.height) == (7, 20), "the tall source, not the wide header's")
+        #expect(try ImageDecoder.open(wide).opens(Data(Array(wide)), options: ImageDecodingOptions()) == false)
+        #expect(try ImageDecoder.open(wide).opens(wide, options: ImageDecodingOptions()))
+    }
 }
