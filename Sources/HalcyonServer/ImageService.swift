@@ -231,8 +231,10 @@ public final class ImageService: Sendable {
         let started = ContinuousClock.now
         var downloaded = Duration.zero
         var input = source
-        var processor = work.processor(nil)
-        if !heldInMemory(source, processor) {
+        let processor: (any ImageProcessor)?
+        if heldInMemory(source, work) {
+            processor = work.processor(nil)
+        } else {
             let data = try await sourceData(source)
             if source.isRemote {
                 downloaded = ContinuousClock.now - started
@@ -259,10 +261,12 @@ public final class ImageService: Sendable {
         return ResponseCache.Entry(body: encoded.body, contentType: encoded.format.mimeType, etag: Self.etag(encoded.body))
     }
 
-    /// Whether the manager's memory cache holds the processed image of `source` (only when that cache has a size).
-    private func heldInMemory(_ source: Source, _ processor: (any ImageProcessor)?) -> Bool {
+    /// Whether the manager's memory cache holds the processed image of `source` for `work` (only when that cache has a
+    /// size; otherwise no processor is made here).
+    private func heldInMemory(_ source: Source, _ work: Work) -> Bool {
         guard configuration.memoryCacheMegabytes > 0 else { return false }
-        return manager.cache.imageCachedType(forKey: source.cacheKey, processorIdentifier: processor?.identifier ?? "") == .memory
+        let identifier = work.processor(nil)?.identifier ?? ""
+        return manager.cache.imageCachedType(forKey: source.cacheKey, processorIdentifier: identifier) == .memory
     }
 
     /// Opens the header of `data` and hands it to `ticket`, which checks the result's size and reserves the memory

@@ -146,7 +146,7 @@ public enum ImageDecoder {
         /// Whether this is `data` (the same bytes in the same storage, not a copy) opened as `options` would open
         /// it (the same frames read), so decoding may start from it instead of reading the header again.
         package func opens(_ data: Data, options: ImageDecodingOptions) -> Bool {
-            guard data.count == self.data.count, allFrames == (!options.onlyFirstFrame && format.supportsAnimation) else { return false }
+            guard data.count == self.data.count, allFrames == ImageDecoder.readsAllFrames(format, options: options) else { return false }
             let mine = self.data.withUnsafeBytes { $0.baseAddress }
             return mine != nil && mine == data.withUnsafeBytes { $0.baseAddress }
         }
@@ -166,13 +166,18 @@ public enum ImageDecoder {
         try VipsRuntime.ensureStarted()
         // A PNG's compressed text past the limits would be inflated, unbounded, with the header.
         let buffer = EncodedBuffer(copying: format == .png ? PNGCompressedText.capped(data) ?? data : data)
-        let allFrames = !options.onlyFirstFrame && format.supportsAnimation
+        let allFrames = readsAllFrames(format, options: options)
         let header = try load(buffer, format: format, allFrames: allFrames, strictness: options.strictness)
         let frameHeight = allFrames ? header.pageHeight : header.height
         let frameCount = allFrames ? max(1, header.height / max(1, frameHeight)) : 1
         try checkLimits(width: header.width, frameHeight: frameHeight, frameCount: frameCount, options: options)
         return OpenedImage(width: header.width, height: frameHeight, frameCount: frameCount, format: format,
                            data: data, buffer: buffer, allFrames: allFrames, header: header)
+    }
+
+    /// Whether `options` open every frame of a source in `format` (an animated format, not limited to its first).
+    static func readsAllFrames(_ format: ImageFormat, options: ImageDecodingOptions) -> Bool {
+        !options.onlyFirstFrame && format.supportsAnimation
     }
 
     /// Opens the buffer lazily: libvips reads the header only.
