@@ -6,7 +6,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CHAIN ?= downsample(640)|>round(24)|>border(4,\#1d3557)
 OUT ?= halcyon-out
 
-.PHONY: deps test-deps test-fleet test-vapor examples bench-fleet bench-tracing build release run test test-asan test-tsan check docs bench bench-server bench-cli soak clean
+.PHONY: deps test-deps test-fleet test-vapor examples bench-fleet bench-tracing bench-ab build release run test test-asan test-tsan check docs bench bench-server bench-cli soak clean
 
 ## deps: install libvips-dev, libisal-dev (ISA-L's inflate, for the PNG loader), libdeflate-dev (the PNG
 ##       encoder's compression) and pkg-config when missing.
@@ -145,6 +145,16 @@ bench-fleet: deps
 bench-tracing: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product halcyon
 	HALCYON_BIN="$$($(SWIFT) build -c release --show-bin-path)/halcyon" bash scripts/bench-tracing.sh
+
+## bench-ab: BINS="before=BINARY after=BINARY": release `halcyon serve` binaries side by side, each with
+##           its defaults, on uncached resizes of the photographs (local sources, a distinct URL each,
+##           wrk -c CLIENTS, default 2), the order rotating over ROUNDS (default 3); prints each binary's
+##           median req/s against the first's, CPU per request, cores busy and peak RSS (scripts/bench-ab.sh).
+bench-ab:
+	@command -v wrk >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk curl; }
+	bash scripts/bench-photos.sh $(BENCH_PHOTOS)
+	PHOTOS=$(BENCH_PHOTOS) bash scripts/bench-ab.sh
 
 ## soak: a release `halcyon serve` under an unsigned /health flood plus signed uncached resizes (with
 ##       worst-case requests and bad signatures) for SOAK_SECONDS (default 600); fails on a crash, an

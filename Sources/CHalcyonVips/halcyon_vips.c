@@ -185,6 +185,14 @@ int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out) {
 }
 
 int hc_copy_memory(VipsImage *in, VipsImage **out) {
+    /* Pixels already in a buffer (a decode or a reduce wrote them there) are
+     * shared, not copied: a copy would run libvips' thread pool over the whole
+     * image for nothing. */
+    if (in->dtype == VIPS_IMAGE_SETBUF || in->dtype == VIPS_IMAGE_SETBUF_FOREIGN) {
+        g_object_ref(in);
+        *out = in;
+        return 0;
+    }
     VipsImage *guarded = hc_cancel_guard(in);
     VipsImage *image = vips_image_copy_memory(guarded);
     g_object_unref(guarded);

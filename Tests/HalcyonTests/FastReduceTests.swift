@@ -126,6 +126,21 @@ struct FastReduceTests {
         #expect(throws: HalcyonError.self) { try source.reducedByHalcyon(horizontal: 1.5, vertical: 1.5) }
     }
 
+    @Test("the reduce's result is in memory: rendering it into memory again, in a RenderCancellation too, shares it")
+    func reducedImageIsNotCopiedAgain() throws {
+        let source = try Self.photo(width: 816, height: 612, bands: 3)
+        let cancellation = RenderCancellation()
+        let (reduced, again) = try cancellation.run { () throws(HalcyonError) -> (VipsImageRef, VipsImageRef) in
+            let reduced = try source.resized(horizontal: 0.5, vertical: 0.5)
+            return (reduced, try reduced.materialized())
+        }
+        #expect(again.pointer == reduced.pointer, "the same buffer, not a copy made through libvips' thread pool")
+        let lazy = try source.extracted(left: 8, top: 8, width: 400, height: 300)
+        let rendered = try cancellation.run { () throws(HalcyonError) -> VipsImageRef in try lazy.materialized() }
+        #expect(rendered.pointer != lazy.pointer, "a lazy image is still rendered")
+        #expect(try rendered.rgbaBytes(bands: 3) == (try lazy.rgbaBytes(bands: 3)))
+    }
+
     @Test("a raised RenderCancellation stops the reduce")
     func cancelStops() throws {
         let source = try Self.photo(width: 816, height: 612, bands: 3)

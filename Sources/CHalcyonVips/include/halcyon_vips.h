@@ -80,6 +80,8 @@ int hc_png_load_shrunk_takes(const void *buffer, size_t length, int shrink);
 int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out);
 /** How many PNGs hc_png_load_shrunk decoded on the calling thread (for tests). */
 unsigned long hc_png_fast_count(void);
+/** Renders `in` into a memory buffer through libvips' thread pool, stopping when the current RenderCancellation
+ *  flag is raised; an image whose pixels are in a buffer already comes back itself, with one more reference. */
 int hc_copy_memory(VipsImage *in, VipsImage **out);
 /** Renders a freshly loaded pipeline into memory from the calling thread, so
  *  every loader error is reported (see the comment in halcyon_vips.c). */

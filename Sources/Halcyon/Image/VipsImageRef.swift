@@ -79,7 +79,7 @@ final class VipsImageRef: @unchecked Sendable {
 
     // MARK: - Common operations
 
-    /// Renders the pipeline behind this image into memory.
+    /// Renders the pipeline behind this image into memory; an image whose pixels are in memory already is itself.
     func materialized() throws(HalcyonError) -> VipsImageRef {
         try withExtendedLifetime(self) { () throws(HalcyonError) -> VipsImageRef in
             try VipsImageRef.make("copy_memory") { hc_copy_memory(pointer, $0) }
