@@ -90,6 +90,8 @@ int hc_malloc_set_arena_max(int count) { return mallopt(M_ARENA_MAX, count) == 1
 
 int hc_malloc_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes) == 1 ? 0 : -1; }
 
+int hc_malloc_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes) == 1 ? 0 : -1; }
+
 void hc_malloc_trim(void) { malloc_trim(0); }
 
 /* MARK: - Loading */

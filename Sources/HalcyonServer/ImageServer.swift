@@ -167,8 +167,13 @@ extension ImageServer {
         // arenas keep it near what is live (MALLOC_ARENA_MAX, if set, wins).
         let environment = ProcessInfo.processInfo.environment
         if environment["MALLOC_ARENA_MAX"] == nil { MallocTuning.limitArenas(to: 2) }
-        // Bodies and images of 256 KiB or more get their own mappings, handed back when freed.
-        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { MallocTuning.mapLargeAllocations(from: 256 << 10) }
+        // Blocks under 8 MiB (source bodies, shrunk decodes, a 4 MP progressive JPEG's 8 MB of coefficients)
+        // are reused from the arenas rather than mapped, faulted in and zeroed again for every request; larger
+        // ones get their own mappings, handed back when freed. The heap top keeps up to 32 MiB free between
+        // requests; the 5 s trim in `run()` hands the rest back (MALLOC_MMAP_THRESHOLD_ and
+        // MALLOC_TRIM_THRESHOLD_, if set, win).
+        if environment["MALLOC_MMAP_THRESHOLD_"] == nil { MallocTuning.mapLargeAllocations(from: 8 << 20) }
+        if environment["MALLOC_TRIM_THRESHOLD_"] == nil { MallocTuning.keepFreeHeapTop(upTo: 32 << 20) }
         var logger = Logger(label: "halcyon.serve")
         logger.logLevel = logLevel
         let server = try ImageServer(configuration: configuration, logger: logger)

@@ -41,6 +41,9 @@ int hc_has_operation(const char *name);
 int hc_malloc_set_arena_max(int count);
 /** Fixes glibc's mmap threshold (mallopt M_MMAP_THRESHOLD), which also stops its growth; 0 on success. */
 int hc_malloc_set_mmap_threshold(int bytes);
+/** Fixes how much free memory at the top of a malloc heap is kept before free() hands it back (mallopt
+ *  M_TRIM_THRESHOLD); 0 on success. */
+int hc_malloc_set_trim_threshold(int bytes);
 /** Returns free heap memory to the system (malloc_trim). */
 void hc_malloc_trim(void);
 
