@@ -6,6 +6,9 @@ local photos = {"autumn", "bythewater", "coldripple", "colorfulcups", "darkestho
 local threads = 0
 function setup(thread) threads = threads + 1; thread:set("id", threads) end
 local counter, tag, mine = 0, 0, {}
+-- SOURCE_BASE (say http://127.0.0.1:8081) fetches the photographs from an origin instead of local files.
+local source = os.getenv("SOURCE_BASE") or ""
+if source == "" then source = "local://" end
 function init(args)
   math.randomseed(os.time() * 1000 + id); tag = math.random(1, 1000000000)
   local count = tonumber(os.getenv("WRK_THREADS"))
@@ -14,6 +17,6 @@ end
 request = function()
   counter = counter + 1
   local photo = mine[(counter % #mine) + 1]
-  return wrk.format("GET", "/insecure/rs:fit:512:512/cb:" .. tag .. "x" .. counter .. "/plain/local:///photo-" ..
+  return wrk.format("GET", "/insecure/rs:fit:512:512/cb:" .. tag .. "x" .. counter .. "/plain/" .. source .. "/photo-" ..
     photo .. "." .. os.getenv("SRC_EXT") .. "@" .. os.getenv("OUT_EXT"))
 end

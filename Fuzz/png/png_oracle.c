@@ -9,7 +9,9 @@
  * ISA-L's own reading of the stream (the loader's inflater): what is left to find is where ISA-L and zlib (behind
  * libpng) disagree, and where the loader's rows, filters or box means go wrong. Where the loader returns an image,
  * libvips must decode the file too, to the same size, bands and resolution, and the loader's pixels must be
- * libvips' box means; otherwise the oracle prints the difference and aborts (libFuzzer keeps the input).
+ * libvips' box means, with libvips' colour profile and EXIF; otherwise the oracle prints the difference and aborts
+ * (libFuzzer keeps the input). The loader is given libvips' header read, as Halcyon gives it: an input whose header
+ * libvips refuses is not a case (Halcyon refuses it before any decode).
  * Where libvips refuses a file, the loader must therefore have refused it or left it to libvips.
  */
 #include <isa-l/crc.h>
@@ -21,7 +23,7 @@
 #include <vips/vips.h>
 
 /* In Halcyon's C shim (halcyon_png.c): 0 and an image, 1 to leave the file to libvips, -1 on an error. */
-int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out);
+int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage *libvips_header, VipsImage **out);
 
 #define ORACLE_MAX_INFLATE (16u << 20)
 #define ORACLE_MAX_PIXELS (4u << 20)
@@ -99,6 +101,23 @@ static void fix_adler(uint8_t *png, size_t length) {
     free(stream);
 }
 
+/* Whether a chunk other than IDAT runs past the end of png. libpng allocates and zeroes a chunk's declared length
+ * before reading it (up to 2 GiB); Halcyon cuts such a file before libvips sees it (PNGChunkOverrun.swift), so
+ * libvips' header read, and the loader after it, never see the chunk: not a case here either. */
+static int chunk_overruns(const uint8_t *png, size_t length) {
+    for (size_t at = 8; length >= 8 && at <= length - 8;) {
+        uint64_t n = be32(png + at);
+        if (at + 12 + n > length) {
+            return memcmp(png + at + 4, "IDAT", 4) != 0;
+        }
+        if (memcmp(png + at + 4, "IEND", 4) == 0) {
+            return 0;
+        }
+        at += 12 + (size_t)n;
+    }
+    return 0;
+}
+
 /* The rounded mean of every shrink × shrink box of an 8-bit image of `bands` bands (smaller boxes at the edges). */
 static uint8_t *box_means(const uint8_t *pixels, int width, int height, int bands, int shrink, int out_width,
                           int out_height) {
@@ -152,6 +171,11 @@ static void compare(const uint8_t *png, size_t length, int shrink, VipsImage *fa
         fprintf(stderr, "libvips %g x %g, loader %g x %g\n", full->Xres, full->Yres, fast->Xres, fast->Yres);
         disagree("the resolutions differ");
     }
+    if (vips_image_get_typeof(full, VIPS_META_ICC_NAME) != vips_image_get_typeof(fast, VIPS_META_ICC_NAME) ||
+        vips_image_get_typeof(full, VIPS_META_EXIF_NAME) != vips_image_get_typeof(fast, VIPS_META_EXIF_NAME) ||
+        vips_image_get_orientation(full) != vips_image_get_orientation(fast)) {
+        disagree("the colour profile, EXIF or orientation differ");
+    }
     uint8_t *means = box_means(pixels, width, height, bands, shrink, out_width, out_height);
     if (means == NULL || mine == NULL || fast_size != (size_t)out_width * out_height * bands ||
         memcmp(means, mine, fast_size) != 0) {
@@ -200,11 +224,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fix_crcs(png, length);
     /* Halcyon checks the header's size against its pixel limit before it decodes: so does this. */
     uint64_t pixels = length >= 24 ? (uint64_t)be32(png + 16) * be32(png + 20) : 0;
-    VipsImage *fast = NULL;
-    if (pixels <= ORACLE_MAX_PIXELS && hc_png_load_shrunk(png, length, shrink, &fast) == 0) {
+    VipsImage *fast = NULL, *header = NULL;
+    if (pixels <= ORACLE_MAX_PIXELS && !chunk_overruns(png, length) &&
+        vips_pngload_buffer(png, length, &header, "fail_on", VIPS_FAIL_ON_TRUNCATED, NULL) == 0 &&
+        hc_png_load_shrunk(png, length, shrink, header, &fast) == 0) {
         oracle_compared++;
         compare(png, length, shrink, fast);
         g_object_unref(fast);
+    }
+    if (header != NULL) {
+        g_object_unref(header);
     }
     vips_error_clear();
     free(png);

@@ -1,7 +1,7 @@
 /*
  * A PNG loader for the common photographic case that shrinks while it
- * inflates: 8-bit greyscale or RGB, not interlaced, no transparency, colour
- * profile or EXIF. ISA-L's inflate (about twice zlib's speed on these streams)
+ * inflates: 8-bit greyscale or RGB, not interlaced, no transparency. ISA-L's
+ * inflate (about twice zlib's speed on these streams)
  * fills a band of at most 32 rows at a time; each row is unfiltered against
  * the one above and summed into a box of `shrink` × `shrink` source pixels,
  * and each finished row of boxes is written out as their rounded mean. Memory
@@ -19,9 +19,11 @@
  * libvips' loader) so that it reports the problem, or tolerates it, by the
  * caller's fail-on level. hc_png_load_shrunk_takes answers from the header
  * alone, for Swift's choice of loader (ImageEngines). Like libvips, it reads
- * no chunk after the image data. The resolution is libvips' too: the first
- * pHYs chunk, or 72 dpi without one. The current RenderCancellation flag is
- * looked at before each band.
+ * no chunk after the image data. The loader decodes pixels only: the result's
+ * metadata (colour profile, EXIF and the orientation libvips reads from it,
+ * text, XMP) and resolution are those of libvips' own header read of the same
+ * file, which the caller passes in, so they are libvips' by construction. The
+ * current RenderCancellation flag is looked at before each band.
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
@@ -85,31 +87,18 @@ static int hc_png_next_chunk(hc_png_reader *reader, hc_png_chunk *chunk) {
     return 0;
 }
 
-/* What IHDR and the chunks before the image data say; resolution in pixels per millimetre. */
+/* What IHDR says. */
 typedef struct {
     uint32_t width;
     uint32_t height;
     int bands;
-    double xres;
-    double yres;
 } hc_png_header;
 
-/* libvips' resolution from a pHYs chunk: pixels per metre as pixels per millimetre, other units as they are.
- * 0 when read; -1 for a chunk of the wrong size, which libpng drops. */
-static int hc_png_read_resolution(const hc_png_chunk *chunk, hc_png_header *header) {
-    if (chunk->length != 9) {
-        return -1;
-    }
-    double scale = chunk->body[8] == 1 ? 1000.0 : 1.0;
-    header->xres = hc_be32(chunk->body) / scale;
-    header->yres = hc_be32(chunk->body + 4) / scale;
-    return 0;
-}
-
 /* Reads IHDR and the chunks up to the first IDAT (left in *idat); -1 when the
- * file is outside the loader's set. Chunks that change neither the pixels nor
- * the metadata libvips 8.14 gives for such a file are skipped; any other
- * (tRNS, iCCP, eXIf, bKGD, text, unknown ones) sends the file to libvips. */
+ * file is outside the loader's set. Chunks that do not change the pixels
+ * libvips 8.14 gives for such a file are skipped, metadata chunks among them
+ * (their fields come from libvips' header read); any other (tRNS, bKGD,
+ * unknown ones) sends the file to libvips. */
 static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_png_chunk *idat) {
     static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     if (reader->length < 8 || memcmp(reader->data, signature, 8) != 0) {
@@ -129,9 +118,6 @@ static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_p
         return -1;
     }
     header->bands = colour == 2 ? 3 : 1;
-    /* 72 dpi, as libvips says without a pHYs chunk (2834 pixels per metre). */
-    header->xres = header->yres = 2.834;
-    int resolution_read = 0;
     for (;;) {
         if (hc_png_next_chunk(reader, &chunk) != 0) {
             return -1;
@@ -140,12 +126,6 @@ static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_p
         case HC_PNG_TYPE('I', 'D', 'A', 'T'):
             *idat = chunk;
             return 0;
-        case HC_PNG_TYPE('p', 'H', 'Y', 's'):
-            /* libpng keeps the first valid one. */
-            if (!resolution_read) {
-                resolution_read = hc_png_read_resolution(&chunk, header) == 0;
-            }
-            break;
         case HC_PNG_TYPE('P', 'L', 'T', 'E'):
             /* A suggested palette is allowed with RGB only. */
             if (colour != 2) {
@@ -157,6 +137,12 @@ static int hc_png_read_header(hc_png_reader *reader, hc_png_header *header, hc_p
         case HC_PNG_TYPE('s', 'R', 'G', 'B'):
         case HC_PNG_TYPE('s', 'B', 'I', 'T'):
         case HC_PNG_TYPE('t', 'I', 'M', 'E'):
+        case HC_PNG_TYPE('p', 'H', 'Y', 's'):
+        case HC_PNG_TYPE('i', 'C', 'C', 'P'):
+        case HC_PNG_TYPE('e', 'X', 'I', 'f'):
+        case HC_PNG_TYPE('t', 'E', 'X', 't'):
+        case HC_PNG_TYPE('z', 'T', 'X', 't'):
+        case HC_PNG_TYPE('i', 'T', 'X', 't'):
             break;
         default:
             return -1;
@@ -398,9 +384,21 @@ static int hc_png_decode_rows(hc_png_stream *stream, const hc_png_header *header
     return hc_png_finish(stream) == 0 ? 0 : 1;
 }
 
-/* Decodes into a new memory image of the shrunk size; the result codes of hc_png_load_shrunk. */
+/* Sets on `a` (the loader's image) each metadata field of `image` (libvips' header) that `a` has no field of that name
+ * for: every field but the built-in ones (size, format, resolution, file name), which the loader's image has already. */
+static void *hc_png_copy_field(VipsImage *image, const char *name, GValue *value, void *a) {
+    (void)image;
+    VipsImage *to = a;
+    if (vips_image_get_typeof(to, name) == 0) {
+        vips_image_set(to, name, value);
+    }
+    return NULL;
+}
+
+/* Decodes into a new memory image of the shrunk size, with libvips' metadata from `libvips_header`; the result codes
+ * of hc_png_load_shrunk. */
 static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, const hc_png_chunk *idat, int shrink,
-                         VipsImage **out) {
+                         VipsImage *libvips_header, VipsImage **out) {
     const size_t rowbytes = (size_t)header->width * header->bands, stride = rowbytes + 1;
     size_t band_rows = HC_PNG_BAND_BYTES / stride;
     band_rows = band_rows < 1 ? 1 : band_rows > HC_PNG_BAND_ROWS ? HC_PNG_BAND_ROWS : band_rows;
@@ -423,8 +421,8 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
         buffers.state->next_in = (uint8_t *)idat->body;
         buffers.state->avail_in = idat->length;
         vips_image_init_fields(image, out_width, out_height, header->bands, VIPS_FORMAT_UCHAR, VIPS_CODING_NONE,
-                               header->bands == 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W, header->xres,
-                               header->yres);
+                               header->bands == 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W,
+                               vips_image_get_xres(libvips_header), vips_image_get_yres(libvips_header));
         if (!hc_png_zlib_header_ok(reader, idat, buffers.state) ||
             hc_png_deflate_check(reader->data, reader->length, (size_t)(idat->body - 8 - reader->data),
                                  1u << buffers.state->hist_bits) != 0) {
@@ -444,6 +442,7 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
         }
         return result;
     }
+    vips_image_map(libvips_header, hc_png_copy_field, image);
     *out = image;
     return 0;
 }
@@ -455,15 +454,16 @@ int hc_png_load_shrunk_takes(const void *buffer, size_t length, int shrink) {
     return shrink >= 1 && shrink <= HC_PNG_MAX_SHRINK && hc_png_read_header(&reader, &header, &idat) == 0;
 }
 
-int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out) {
+int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage *libvips_header, VipsImage **out) {
     *out = NULL;
     hc_png_reader reader = {buffer, length, 0, 1};
     hc_png_header header;
     hc_png_chunk idat;
-    if (shrink < 1 || shrink > HC_PNG_MAX_SHRINK || hc_png_read_header(&reader, &header, &idat) != 0) {
+    if (shrink < 1 || shrink > HC_PNG_MAX_SHRINK || hc_png_read_header(&reader, &header, &idat) != 0 ||
+        vips_image_get_width(libvips_header) != (int)header.width || vips_image_get_height(libvips_header) != (int)header.height) {
         return 1;
     }
-    int result = hc_png_decode(&reader, &header, &idat, shrink, out);
+    int result = hc_png_decode(&reader, &header, &idat, shrink, libvips_header, out);
     if (result == 0) {
         hc_png_runs++;
     }

@@ -141,10 +141,10 @@ struct ImageEngineChoiceTests {
             ("bad IDAT CRC", damaged, 2, .preferred, .halcyon, false),
         ]
         for (name, data, shrink, engines, expected, loaded) in cases {
-            let buffer = EncodedBuffer(copying: data)
-            #expect(engines.pngLoadEngine(for: buffer, shrink: shrink) == expected, "\(name)")
+            let opened = try ImageDecoder.open(data)
+            #expect(engines.pngLoadEngine(for: opened.buffer, shrink: shrink) == expected, "\(name)")
             let before = ImageDecoder.shrinkingPNGLoads
-            let image = try ImageDecoder.loadPNG(buffer, shrink: shrink, engines: engines)
+            let image = try ImageDecoder.loadPNG(opened.buffer, header: opened.header, shrink: shrink, engines: engines)
             #expect((image != nil) == loaded && (ImageDecoder.shrinkingPNGLoads > before) == loaded, "\(name): the loader ran")
             if let image {
                 #expect(image.width == (width + shrink - 1) / shrink && image.height == (height + shrink - 1) / shrink, "\(name)")

@@ -72,15 +72,16 @@ int hc_load_jpeg_buffer_shrunk(const void *buffer, size_t length, int shrink, in
 int hc_thumbnail_image(VipsImage *in, int width, int height, VipsImage **out);
 /* The shrinking PNG loader (halcyon_png.c); Swift chooses it or libvips' loader (ImageEngines). */
 /** 1 when the shrinking loader takes the PNG in `buffer` by its header, with this shrink (1...1024): 8-bit greyscale or
- *  RGB, not interlaced, no transparency, colour profile, EXIF, text or unknown chunk before the image data; else 0.
+ *  RGB, not interlaced, no transparency, background or unknown chunk before the image data; else 0.
  *  Only the chunks before the image data are read and their CRCs are not checked: damage is for the loader to find. */
 int hc_png_load_shrunk_takes(const void *buffer, size_t length, int shrink);
 /** Decodes a PNG hc_png_load_shrunk_takes took, box-shrunk by `shrink` while it inflates: 0 and a new image in memory,
- *  ceil(width / shrink) x ceil(height / shrink); 1 for a PNG outside that set or damaged (a wrong CRC, a stream zlib
- *  would refuse), with no error set: the caller decodes it with libvips' loader, which reports or tolerates the damage
- *  by its fail-on level; -1 with libvips' error set when the current RenderCancellation flag is raised ("cancelled")
- *  or libvips could not take the result. */
-int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage **out);
+ *  ceil(width / shrink) x ceil(height / shrink), with the metadata and resolution of `libvips_header` (libvips' header
+ *  read of the same bytes, not changed); 1 for a PNG outside that set, damaged (a wrong CRC, a stream zlib would refuse)
+ *  or of another size than `libvips_header`, with no error set: the caller decodes it with libvips' loader, which
+ *  reports or tolerates the damage by its fail-on level; -1 with libvips' error set when the current
+ *  RenderCancellation flag is raised ("cancelled") or libvips could not take the result. */
+int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage *libvips_header, VipsImage **out);
 /** How many PNGs hc_png_load_shrunk decoded on the calling thread (for tests). */
 unsigned long hc_png_fast_count(void);
 /** Renders `in` into a memory buffer through libvips' thread pool, stopping when the current RenderCancellation

@@ -15,8 +15,8 @@ public enum DownsamplingMode: Sendable, Hashable {
     /// A JPEG is decoded at 1/2, 1/4 or 1/8 of its size, the largest
     /// reduction whose longer side still reaches the target: the result is
     /// between the target and twice it (or the full size). A plain PNG (8-bit
-    /// grey or RGB, not interlaced, without transparency, colour profile or
-    /// EXIF) is averaged in boxes of a whole number of pixels while it
+    /// grey or RGB, not interlaced, without transparency; its colour profile,
+    /// EXIF and text are kept as libvips reads them) is averaged in boxes of a whole number of pixels while it
     /// inflates, the largest that keeps the longer side at twice the target or
     /// more: between twice and four times the target (or the full size).
     /// Other images behave as ``exact``.

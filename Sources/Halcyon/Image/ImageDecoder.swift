@@ -164,8 +164,10 @@ public enum ImageDecoder {
         let format = ImageFormat(sniffing: data)
         guard format != .unknown else { throw .processorError(reason: .unsupportedFormat(.unknown)) }
         try VipsRuntime.ensureStarted()
-        // A PNG's compressed text past the limits would be inflated, unbounded, with the header.
-        let buffer = EncodedBuffer(copying: format == .png ? PNGCompressedText.capped(data) ?? data : data)
+        // A PNG's compressed text past the limits would be inflated, unbounded, with the header, and a chunk that
+        // runs past the end allocated at its declared length.
+        let png = format == .png ? PNGChunkOverrun.cut(data) ?? data : data
+        let buffer = EncodedBuffer(copying: format == .png ? PNGCompressedText.capped(png) ?? png : data)
         let allFrames = readsAllFrames(format, options: options)
         let header = try load(buffer, format: format, allFrames: allFrames, strictness: options.strictness)
         let frameHeight = allFrames ? header.pageHeight : header.height
@@ -218,28 +220,36 @@ public enum ImageDecoder {
             return (decoded, shrink)
         case .png:
             let shrink = min(pngShrink(longerSide: sides.longer, atLeast: pixels), max(1, sides.shorter))
-            let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) in try loadPNG(buffer, shrink: shrink, engines: engines) }
+            let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) in
+                try loadPNG(buffer, header: opened.header, shrink: shrink, engines: engines)
+            }
             return decoded.map { ($0, shrink) }
         default:
             return nil
         }
     }
 
-    /// Decodes a plain PNG (8-bit grey or RGB, not interlaced, no transparency, profile or EXIF) box-shrunk by
-    /// `shrink` while it inflates, as 8-bit sRGB in memory, when `engines` picks Halcyon's loader for it
+    /// Decodes a plain PNG (8-bit grey or RGB, not interlaced, no transparency) box-shrunk by `shrink` while it
+    /// inflates, as 8-bit sRGB in memory, upright by its EXIF orientation, with the metadata and resolution of libvips'
+    /// `header` read of the same bytes, when `engines` picks Halcyon's loader for it
     /// (``ImageEngines/pngLoadEngine(for:shrink:)``); nil for any other or damaged PNG, or when the setting says
     /// libvips: the caller then decodes it with libvips.
-    static func loadPNG(_ buffer: EncodedBuffer, shrink: Int, engines: ImageEngines) throws(HalcyonError) -> VipsImageRef? {
+    static func loadPNG(_ buffer: EncodedBuffer, header: VipsImageRef, shrink: Int, engines: ImageEngines) throws(HalcyonError) -> VipsImageRef? {
         guard engines.pngLoadEngine(for: buffer, shrink: shrink) == .halcyon else { return nil }
         var output: UnsafeMutablePointer<VipsImage>?
-        let status = hc_png_load_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), &output)
+        let status = withExtendedLifetime(header) {
+            hc_png_load_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), header.pointer, &output)
+        }
         guard status == 0, let output else {
             if let output { hc_unref(output) }
             guard status < 0 else { return nil }
             throw .processorError(reason: .operationFailed(operation: "decode", message: VipsRuntime.takeErrorMessage()))
         }
         let shrunk = VipsImageRef(taking: output)
-        return hc_is_uchar_srgb(output) == 1 ? shrunk : try shrunk.srgb8().materialized()
+        let srgb = hc_is_uchar_srgb(output) == 1 ? shrunk : try shrunk.srgb8().materialized()
+        let orientation = withExtendedLifetime(srgb) { Int(hc_orientation(srgb.pointer)) }
+        guard (2...8).contains(orientation) else { return srgb }
+        return try srgb.apply("autorot") { hc_autorot($0, $1) }.materialized()
     }
 
     /// How many PNGs the shrinking loader decoded on the calling thread (for tests).

@@ -20,7 +20,7 @@ extension ImageEngines {
 
     /// The loader that shrinks the PNG in `buffer` by `shrink`: Halcyon's when the setting allows it and
     /// `hc_png_load_shrunk_takes` takes the file by its header (8-bit grey or RGB, not interlaced, no transparency,
-    /// profile, EXIF or text; shrink 1...1024); else libvips'. A file that proves damaged while Halcyon's loader
+    /// background or unknown chunk; shrink 1...1024); else libvips'. A file that proves damaged while Halcyon's loader
     /// decodes it goes to libvips' loader too (the loader's result 1), as a file it does not take would.
     func pngLoadEngine(for buffer: EncodedBuffer, shrink: Int) -> ImageEngine {
         guard pngLoad == .halcyon, let shrink = Int32(exactly: shrink) else { return .libvips }
