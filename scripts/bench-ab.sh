@@ -8,6 +8,7 @@
 # gives each binary's median and range against the first binary's median.
 #   BINS="before=/path/halcyon after=/path/halcyon"  (required)   PHOTOS (scripts/bench-photos.sh FOLDER)
 #   BENCH_SECONDS (20) ROUNDS (3) CLIENTS (2) FORMATS ("jpg:jpg png:png webp:webp jpg:avif", source:output)
+#   SOURCE_BASE (say http://127.0.0.1:8081, an origin serving PHOTOS' files): fetch the photographs from it instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BINS=${BINS:?BINS=\"label=binary label=binary\"}
