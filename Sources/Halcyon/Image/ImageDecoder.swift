@@ -166,8 +166,12 @@ public enum ImageDecoder {
         try VipsRuntime.ensureStarted()
         // A PNG's compressed text past the limits would be inflated, unbounded, with the header, and a chunk that
         // runs past the end allocated at its declared length.
-        let png = format == .png ? PNGChunkOverrun.cut(data) ?? data : data
-        let buffer = EncodedBuffer(copying: format == .png ? PNGCompressedText.capped(png) ?? png : data)
+        var source = data
+        if format == .png {
+            source = PNGChunkOverrun.cut(source) ?? source
+            source = PNGCompressedText.capped(source) ?? source
+        }
+        let buffer = EncodedBuffer(copying: source)
         let allFrames = readsAllFrames(format, options: options)
         let header = try load(buffer, format: format, allFrames: allFrames, strictness: options.strictness)
         let frameHeight = allFrames ? header.pageHeight : header.height

@@ -12,8 +12,6 @@ enum PNGCompressedText {
     /// Most compressed text chunks kept.
     static let maxChunks = 16
 
-    private static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
-
     /// `png` without its compressed text chunks when they pass the limits; nil when it keeps them (or is no PNG,
     /// or its chunks cannot be walked, which the decoder reports).
     static func capped(_ png: Data) -> Data? {
@@ -32,28 +30,23 @@ enum PNGCompressedText {
 
     /// The byte ranges of the compressed text chunks when they pass the limits, else nil.
     private static func compressedChunks(in bytes: UnsafeRawBufferPointer) -> [Range<Int>]? {
-        guard bytes.count > 8, bytes.prefix(8).elementsEqual(signature) else { return nil }
+        let chunks = PNGChunkList(bytes)
         var ranges: [Range<Int>] = []
-        var (total, offset) = (0, 8)
-        while offset + 12 <= bytes.count {
-            let length = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-            let end = offset + 12 + length
-            guard length >= 0, length <= Int(Int32.max), end <= bytes.count else { break }
-            let type = (bytes[offset + 4], bytes[offset + 5], bytes[offset + 6], bytes[offset + 7])
-            if type == (0x49, 0x45, 0x4E, 0x44) { break }  // IEND
-            if isCompressedText(type, body: bytes[offset + 8..<offset + 8 + length]) {
-                ranges.append(offset..<end)
-                total += length
+        var total = 0
+        for chunk in chunks {
+            guard chunk.fits, chunk.length <= Int(Int32.max), chunk.type != PNGChunkList.Chunk.end else { break }
+            if isCompressedText(chunk.type, body: chunks.body(of: chunk)) {
+                ranges.append(chunk.range)
+                total += chunk.length
             }
-            offset = end
         }
         return total > maxBytes || ranges.count > maxChunks ? ranges : nil
     }
 
     /// Whether a chunk is zTXt, or iTXt with its compression flag set (the byte after the keyword's NUL).
-    private static func isCompressedText(_ type: (UInt8, UInt8, UInt8, UInt8), body: Slice<UnsafeRawBufferPointer>) -> Bool {
-        if type == (0x7A, 0x54, 0x58, 0x74) { return true }  // zTXt
-        guard type == (0x69, 0x54, 0x58, 0x74) else { return false }  // iTXt
+    private static func isCompressedText(_ type: UInt32, body: Slice<UnsafeRawBufferPointer>) -> Bool {
+        if type == 0x7A54_5874 { return true }  // zTXt
+        guard type == 0x6954_5874 else { return false }  // iTXt
         guard let nul = body.prefix(80).firstIndex(of: 0), nul + 1 < body.endIndex else { return true }
         return body[nul + 1] != 0
     }
