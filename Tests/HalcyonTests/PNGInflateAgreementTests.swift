@@ -23,34 +23,44 @@ enum DynamicDeflate {
         }
     }
 
-    /// The zlib stream: header, the block, Adler-32 of `raw`.
-    static func zlib(_ raw: [UInt8], distanceLengths: [Int]) -> [UInt8] {
-        let literals = [Int](repeating: 8, count: 254) + [9, 9, 9, 9]
+    /// Appends a dynamic block's header: its two codes' lengths under a complete code-length code over the lengths
+    /// used (of n values, 2^L - n take L - 1 bits, the rest L), each length sent as itself.
+    static func header(_ bits: inout DeflateBits, literals: [Int], distances: [Int], final: Bool) {
         let order = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
-        // A complete code-length code over the lengths used: of n symbols, 2^L - n take L - 1 bits, the rest L.
-        let used = [8, 9] + Set(distanceLengths).subtracting([8, 9]).sorted()
+        let used = Set(literals + distances).sorted()
         let longest = (1...4).first { 1 << $0 >= used.count } ?? 4
         var lengthCode = [Int](repeating: 0, count: 19)
         for (index, symbol) in used.enumerated() { lengthCode[symbol] = index < (1 << longest) - used.count ? longest - 1 : longest }
         let sent = (order.lastIndex { lengthCode[$0] > 0 } ?? 3) + 1
-        var bits = DeflateBits()
-        bits.put(1, 1)  // final
+        bits.put(final ? 1 : 0, 1)
         bits.put(2, 2)  // dynamic Huffman codes
         bits.put(UInt64(literals.count - 257), 5)
-        bits.put(UInt64(distanceLengths.count - 1), 5)
+        bits.put(UInt64(distances.count - 1), 5)
         bits.put(UInt64(sent - 4), 4)
         for index in 0..<sent { bits.put(UInt64(lengthCode[order[index]]), 3) }
         let lengthCodes = canonical(lengthCode)
-        for length in literals + distanceLengths { bits.code(lengthCodes[length], lengthCode[length]) }
-        let codes = canonical(literals)
-        for byte in raw { bits.code(codes[Int(byte)], literals[Int(byte)]) }
-        bits.code(codes[256], literals[256])
+        for length in literals + distances { bits.code(lengthCodes[length], lengthCode[length]) }
+    }
+
+    /// zlib's header, the deflate bits and the Adler-32 of `raw`.
+    static func wrapped(_ bits: DeflateBits, raw: [UInt8]) -> [UInt8] {
         var (a, b): (UInt32, UInt32) = (1, 0)
         for byte in raw {
             a = (a + UInt32(byte)) % 65_521
             b = (b + a) % 65_521
         }
         return [0x78, 0x01] + bits.finished() + PNGFile.be32(Int(b << 16 | a))
+    }
+
+    /// The zlib stream: header, the block, Adler-32 of `raw`.
+    static func zlib(_ raw: [UInt8], distanceLengths: [Int]) -> [UInt8] {
+        let literals = [Int](repeating: 8, count: 254) + [9, 9, 9, 9]
+        var bits = DeflateBits()
+        header(&bits, literals: literals, distances: distanceLengths, final: true)
+        let codes = canonical(literals)
+        for byte in raw { bits.code(codes[Int(byte)], literals[Int(byte)]) }
+        bits.code(codes[256], literals[256])
+        return wrapped(bits, raw: raw)
     }
 
     /// A 64×48 RGB PNG (filter 0 rows) in such a stream, every CRC right.
