@@ -6,8 +6,9 @@
  * An input's first byte chooses the box shrink (1 + its low 3 bits) and whether the Adler-32 of the image data is
  * made right (bit 3); the rest is a PNG. A mutated PNG almost never keeps its chunk CRCs or its Adler-32 right,
  * and either sends it to libvips at once; so the CRCs are always made right, and on request the Adler-32 too, from
- * ISA-L's own reading of the stream (the loader's inflater): what is left to find is where ISA-L and zlib (behind
- * libpng) disagree, and where the loader's rows, filters or box means go wrong. Where the loader returns an image,
+ * ISA-L's reading of the stream (which inflates to the same bytes as the loader's inflater wherever both take it):
+ * what is left to find is where the loader's inflater and zlib (behind libpng) disagree, and where the loader's
+ * rows, filters or box means go wrong. Where the loader returns an image,
  * libvips must decode the file too, to the same size, bands and resolution, and the loader's pixels must be
  * libvips' box means, with libvips' colour profile and EXIF; otherwise the oracle prints the difference and aborts
  * (libFuzzer keeps the input). The loader is given libvips' header read, as Halcyon gives it: an input whose header

@@ -13,7 +13,7 @@ mkdir -p "$out/corpus" "$out/artifacts"
 src="$root/Sources/CHalcyonVips"
 # shellcheck disable=SC2046
 "$clang" -O1 -g -fsanitize=fuzzer,address -fno-omit-frame-pointer -I"$src/include" -I"$src" \
-    $(pkg-config --cflags vips) "$root/Fuzz/png/png_oracle.c" "$src/halcyon_png.c" "$src/halcyon_png_check.c" \
+    $(pkg-config --cflags vips) "$root/Fuzz/png/png_oracle.c" "$src/halcyon_png.c" "$src/halcyon_png_inflate.c" \
     "$src/halcyon_cancel.c" $(pkg-config --libs vips) -lisal -o "$out/PNGLoaderFuzzer" 2>"$out/build.log" ||
     { cat "$out/build.log" >&2; exit 1; }
 # libvips' and GLib's allocations that live for the process are not leaks of the loader.

@@ -2,8 +2,8 @@ import Foundation
 @testable import Halcyon
 import Testing
 
-/// A zlib stream of three dynamic blocks whose last two start past the first 32 KiB of output, where the shrinking
-/// loader's check of the stream reads lengths and distances from its step tables: 33,000 literals; then literals
+/// A zlib stream of three dynamic blocks whose last two start past the first 32 KiB of output, where every distance
+/// code of the shrinking loader's inflater is within reach: 33,000 literals; then literals
 /// and length/distance pairs of every length and distance symbol with their extra bits; then literals under a
 /// distance code of the given lengths. Every byte is 0-4, so any copy of earlier bytes is a valid filter type.
 enum LongDeflate {
@@ -68,8 +68,8 @@ enum LongDeflate {
     }
 }
 
-/// The shrinking loader's check walks blocks that start past the first 32 KiB as zlib reads them: it finds where
-/// each ends by the lengths of its codes and extra bits, so it reads the next block's header where zlib does.
+/// The shrinking loader's inflater reads blocks that start past the first 32 KiB as zlib reads them: lengths and
+/// distances of every symbol with their extra bits, and the next block's header where zlib finds it.
 @Suite("PNG inflate agreement past the first window")
 struct PNGInflateLongStreamTests {
     @Test("a stream of pairs of every length and distance symbol, then a complete distance code, takes the loader")
