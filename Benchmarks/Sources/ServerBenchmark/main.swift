@@ -13,7 +13,7 @@
 //   alternating which goes first; ROUNDS (default 2) repeats all cells and reports the spread.
 //   One-client cells run Halcyon only, for half as long: they measure its wall time per request against its CPU time.
 //   Peak RSS is per cell (reset through /proc/PID/clear_refs), summed over each side's process trees;
-//   "cores" is req/s × CPU per request (CPU seconds ÷ wall seconds).
+//   "cores" is each round's req/s × its CPU per request (CPU seconds ÷ wall seconds), the median of the rounds.
 // - Output check: dimensions and PSNR of both servers' results against a `vips thumbnail` reference.
 // - Cached: one result served repeatedly by halcyon serve vs the same bytes from nginx.
 //
@@ -274,6 +274,8 @@ struct Cell {
     var results: [[WrkResult]] = [[], []]
     var rss: [[Double]] = [[], []]
     var cpu: [[Double]] = [[], []]
+    /// CPU seconds ÷ wall seconds of each round: its req/s × its CPU per request.
+    var cores: [[Double]] = [[], []]
     /// One client measures Halcyon's wall time against its CPU time; thumbor is compared from two clients on.
     var sides: [Int] { clients == 1 ? [0] : [0, 1] }
     /// wrk's duration: BENCH_SECONDS, half of it for a one-client cell (a ratio of two steady figures, not a comparison).
@@ -300,6 +302,7 @@ for round in 0..<rounds {
             cells[index].results[side].append(result)
             cells[index].rss[side].append(rss)
             cells[index].cpu[side].append(cpu)
+            cells[index].cores[side].append(cpu * result.requestsPerSecond / 1000)
             print("round \(round + 1) \(sets[cell.set].name) \(cell.format) c\(cell.clients) \(sides[side]): \(result), peak RSS \(String(format: "%.0f", rss)) MiB, CPU \(String(format: "%.1f", cpu)) ms/request, \(String(format: "%.2f", cpu * result.requestsPerSecond / 1000)) cores")
             fflush(nil)
         }
@@ -329,6 +332,9 @@ print("halcyon serve stopped on SIGTERM in \(ContinuousClock.now - halcyonStop),
 
 func f1(_ value: Double) -> String { String(format: "%.1f", value) }
 func spread(_ values: [Double]) -> String { values.count < 2 ? "" : " (\(f1(values.min() ?? 0))–\(f1(values.max() ?? 0)))" }
+func coresSpread(_ values: [Double]) -> String {
+    values.count < 2 ? "" : String(format: " (%.2f–%.2f)", values.min() ?? 0, values.max() ?? 0)
+}
 
 /// The goal of a format's req/s ratio to thumbor: the JPEG entropy decode both servers run bounds JPEG near imgproxy's 1.54×.
 func ratioGoal(_ format: String) -> Double { format == "jpeg" ? 1.5 : 2.5 }
@@ -337,13 +343,15 @@ func ratioGoal(_ format: String) -> Double { format == "jpeg" ? 1.5 : 2.5 }
 func cellRows(_ cell: Cell, set: SourceSetRun) -> String {
     let rps = (0..<2).map { median(cell.results[$0].map(\.requestsPerSecond)) }
     let rss = (0..<2).map { cell.rss[$0].max() ?? 0 }
-    let usedCores = rps[0] * median(cell.cpu[0]) / 1000
-    let wallPerCPU = rps[0] > 0 && median(cell.cpu[0]) > 0 ? (1000 / rps[0]) / median(cell.cpu[0]) : 0
+    // Each round's own cores and wall time per CPU time, then their median: a product of medians taken from
+    // different rounds can pair one round's req/s with another's CPU (and read above the machine's cores).
+    let usedCores = median(cell.cores[0])
+    let wallPerCPU = median(zip(cell.results[0], cell.cpu[0]).map { $0.requestsPerSecond > 0 && $1 > 0 ? (1000 / $0.requestsPerSecond) / $1 : 0 })
     var rows = ""
     for side in cell.sides {
         let sorted = cell.results[side].sorted { $0.requestsPerSecond < $1.requestsPerSecond }
         let mid = sorted[sorted.count / 2]
-        let sideCores = String(format: "%.2f", rps[side] * median(cell.cpu[side]) / 1000)
+        let sideCores = String(format: "%.2f", median(cell.cores[side])) + coresSpread(cell.cores[side])
         let ratio = cell.clients == 1 ? "–" : side == 0 ? String(format: "%.2f", rps[0] / max(0.001, rps[1])) : "1.00"
         let rssRatio = cell.clients == 1 ? "–" : side == 0 ? String(format: "%.2f", rss[0] / max(0.001, rss[1])) : "1.00"
         let wall = cell.clients == 1 ? String(format: "%.2f", wallPerCPU) : ""
@@ -376,8 +384,8 @@ for (setIndex, set) in sets.enumerated() {
     \(cores) cores; wrk \(seconds) s per side and cell (one-client cells \(max(10, seconds / 2)) s), \(rounds) round(s), sides alternating; every request a distinct source URL.
     halcyon serve: the shipped binary, default settings (`--insecure --allow-loopback` for the origin). \(thumborVersion): \(thumbors.count) single-process instances behind nginx (`least_conn`), HTTP loader, PIL engine, no storage, no AUTO_WEBP.
     req/s is the median of the rounds (min–max when more than one); p50/p99 from the median round's wrk; peak RSS is per cell, the process trees summed;
-    CPU is the server trees' user + system time per request served (median of the rounds); cores = req/s × CPU per request (the proxying nginx is not counted);
-    wall/CPU (one client) = the wall time per request (1 / req/s) ÷ its CPU time.
+    CPU is the server trees' user + system time per request served (median of the rounds); cores = a round's req/s × its CPU per request, the median of the rounds (the proxying nginx is not counted);
+    wall/CPU (one client) = a round's wall time per request (1 / req/s) ÷ its CPU time, the median of the rounds.
 
     | format | clients | server | req/s | p50 | p99 | CPU ms/req | cores | wall/CPU | peak RSS MiB | errors | req/s ratio | RSS ratio |
     |---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|
