@@ -180,17 +180,7 @@ struct PNGShrinkLoaderTests {
         case "zlib window over 32 KiB": data = PNGFile.changing(good, chunk: "IDAT") { $0[0] = 0x88; $0[1] = 0x1C }
         default: data = PNGFile.changing(good, chunk: "IDAT", last: true) { $0[$0.count - 1] ^= 0x01 }
         }
-        let before = ImageDecoder.shrinkingPNGLoads
-        let fast = Result { () throws(HalcyonError) in try ImageDecoder.decode(data, options: Self.loaderOnly(30)).width }
-        #expect(ImageDecoder.shrinkingPNGLoads == before, "the shrinking loader took a damaged file")
-        let exact = Result { () throws(HalcyonError) in
-            try ImageDecoder.decode(data, options: ImageDecodingOptions(downsampleSize: CGSize(width: 30, height: 30))).width
-        }
-        switch (fast, exact) {
-        case (.success(let a), .success(let b)): #expect(a == b)
-        case (.failure(let a), .failure(let b)): #expect(Self.kind(a) == Self.kind(b), "\(a) vs \(b)")
-        default: Issue.record("loader-only gave \(fast), exact downsampling \(exact)")
-        }
+        Self.expectLeftToLibvips(data, side: 30, "the shrinking loader took a damaged file")
     }
 
     @Test("a raised RenderCancellation stops the loader, with no fallback to libvips")
@@ -218,6 +208,22 @@ struct PNGShrinkLoaderTests {
 
     /// The error's case and, for a processor error, its reason's case. Not the message: libvips keeps one error
     /// buffer for the process, so a message can go to another thread's failure when tests run side by side.
+    /// Expects the shrinking loader to leave `data` to libvips (failing with `message` if it took it), and loader-only
+    /// downsampling to `side` to end as exact downsampling does: the same width, or an error of the same kind.
+    static func expectLeftToLibvips(_ data: Data, side: Int, _ message: Comment, sourceLocation: SourceLocation = #_sourceLocation) {
+        let before = ImageDecoder.shrinkingPNGLoads
+        let fast = Result { () throws(HalcyonError) in try ImageDecoder.decode(data, options: loaderOnly(side)).width }
+        #expect(ImageDecoder.shrinkingPNGLoads == before, message, sourceLocation: sourceLocation)
+        let exact = Result { () throws(HalcyonError) in
+            try ImageDecoder.decode(data, options: ImageDecodingOptions(downsampleSize: CGSize(width: side, height: side))).width
+        }
+        switch (fast, exact) {
+        case (.success(let a), .success(let b)): #expect(a == b, sourceLocation: sourceLocation)
+        case (.failure(let a), .failure(let b)): #expect(kind(a) == kind(b), "\(a) vs \(b)", sourceLocation: sourceLocation)
+        default: Issue.record("loader-only gave \(fast), exact downsampling \(exact)", sourceLocation: sourceLocation)
+        }
+    }
+
     static func kind(_ error: HalcyonError) -> String {
         guard let reason = processorReason(error) else { return "\(error)" }
         return Mirror(reflecting: reason).children.first?.label ?? "\(reason)"
