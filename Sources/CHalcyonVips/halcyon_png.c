@@ -30,12 +30,10 @@
 #include "halcyon_cancel.h"
 #include "halcyon_png_inflate.h"
 
-#include <isa-l/crc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define HC_PNG_TYPE(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
 #define HC_PNG_BAND_ROWS 32
 #define HC_PNG_BAND_BYTES (4u << 20)
 #define HC_PNG_MAX_SHRINK 1024
@@ -44,48 +42,6 @@
 static _Thread_local unsigned long hc_png_runs;
 
 unsigned long hc_png_fast_count(void) { return hc_png_runs; }
-
-/* The big-endian 32-bit number at p. */
-static uint32_t hc_be32(const unsigned char *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-/* MARK: - Chunks */
-
-/* The file, the offset of the next chunk in it, and whether chunks' CRCs are checked. */
-typedef struct {
-    const unsigned char *data;
-    size_t length;
-    size_t next;
-    int check_crc;
-} hc_png_reader;
-
-/* One chunk: its type as a big-endian number, and its body inside the file. */
-typedef struct {
-    uint32_t type;
-    uint32_t length;
-    const unsigned char *body;
-} hc_png_chunk;
-
-/* The chunk at reader->next, moving past it; -1 when it runs past the buffer or (when checked) its CRC is wrong. */
-static int hc_png_next_chunk(hc_png_reader *reader, hc_png_chunk *chunk) {
-    if (reader->length - reader->next < 12) {
-        return -1;
-    }
-    const unsigned char *p = reader->data + reader->next;
-    uint32_t length = hc_be32(p);
-    if (length > 0x7fffffffu || length > reader->length - reader->next - 12) {
-        return -1;
-    }
-    if (reader->check_crc && crc32_gzip_refl(0, p + 4, (uint64_t)length + 4) != hc_be32(p + 8 + length)) {
-        return -1;
-    }
-    chunk->type = hc_be32(p + 4);
-    chunk->length = length;
-    chunk->body = p + 8;
-    reader->next += 12 + (size_t)length;
-    return 0;
-}
 
 /* What IHDR says. */
 typedef struct {
@@ -348,7 +304,7 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
         return 1;
     }
     hc_png_buffers buffers = {
-        hc_inflate_new(reader->data, reader->length, (size_t)(idat->body - 8 - reader->data), window),
+        hc_inflate_new(reader, idat->body, idat->length, window),
         malloc(band_rows * stride), calloc(rowbytes, 1), shrink > 1 ? calloc(rowbytes, sizeof(uint32_t)) : NULL,
         malloc((size_t)out_width * header->bands),
     };

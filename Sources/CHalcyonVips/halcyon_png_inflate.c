@@ -23,7 +23,6 @@
  */
 #include "halcyon_png_inflate.h"
 
-#include <isa-l/crc.h>
 #include <isa-l/igzip_lib.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,9 +39,7 @@
 
 /* The stream's bits, least significant first, read from the IDAT chunks of the file in turn. */
 typedef struct {
-    const unsigned char *file;
-    size_t length;
-    size_t next;              /* the offset of the chunk after the current one */
+    hc_png_reader chunks;     /* at the chunk after the current one */
     const unsigned char *in;  /* the current chunk's unread bytes */
     size_t avail;
     uint64_t bits;
@@ -53,24 +50,17 @@ typedef struct {
 /* Whether the reads went past the stream's last byte. */
 static inline int hc_bits_overran(const hc_bits *b) { return b->count < b->padded; }
 
-static uint32_t hc_inflate_be32(const unsigned char *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-/* Moves to the next chunk when it is an IDAT that fits the file with a right CRC; 0 when there is none. */
+/* Moves to the next chunk when it is an IDAT that fits the file with a right CRC; 0 when there is none, the
+ * reader then left where it was. */
 static int hc_bits_next_chunk(hc_bits *b) {
-    if (b->length - b->next < 12) {
+    hc_png_reader ahead = b->chunks;
+    hc_png_chunk chunk;
+    if (hc_png_next_chunk(&ahead, &chunk) != 0 || chunk.type != HC_PNG_TYPE('I', 'D', 'A', 'T')) {
         return 0;
     }
-    const unsigned char *p = b->file + b->next;
-    uint32_t length = hc_inflate_be32(p);
-    if (memcmp(p + 4, "IDAT", 4) != 0 || length > b->length - b->next - 12 ||
-        crc32_gzip_refl(0, p + 4, (uint64_t)length + 4) != hc_inflate_be32(p + 8 + length)) {
-        return 0;
-    }
-    b->in = p + 8;
-    b->avail = length;
-    b->next += 12 + (size_t)length;
+    b->chunks = ahead;
+    b->in = chunk.body;
+    b->avail = chunk.length;
     return 1;
 }
 
@@ -546,17 +536,16 @@ static int hc_inflate_produce(hc_inflater *d) {
 
 /* MARK: - Reading */
 
-hc_inflater *hc_inflate_new(const unsigned char *file, size_t length, size_t idat, uint32_t window) {
+hc_inflater *hc_inflate_new(const hc_png_reader *chunks, const unsigned char *first, size_t first_length, uint32_t window) {
     hc_inflater *d = malloc(sizeof(hc_inflater) + HC_WINDOW + HC_CHUNK + HC_SLACK);
     if (d == NULL) {
         return NULL;
     }
     memset(d, 0, sizeof(hc_inflater));
-    d->bits = (hc_bits){file, length, idat, NULL, 0, 0, 0, 0};
+    d->bits = (hc_bits){*chunks, first, first_length, 0, 0, 0};
     d->window = window;
     d->adler = 1;
     d->block = HC_BLOCK_HEADER;
-    /* The first fill reads the first IDAT (no IDAT: zero bits, which the first block's header finds overrun). */
     hc_bits_fill(&d->bits);
     hc_bits_take(&d->bits, 16); /* the zlib header, checked by the caller */
     return d;

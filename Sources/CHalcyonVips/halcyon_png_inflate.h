@@ -2,14 +2,17 @@
 #ifndef HALCYON_PNG_INFLATE_H
 #define HALCYON_PNG_INFLATE_H
 
+#include "halcyon_png_chunks.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct hc_inflater hc_inflater;
 
-/** An inflater of the stream in the IDAT chunks of the PNG `file` from the chunk at offset `idat`, whose 2-byte
- *  zlib header the caller has checked and whose window is `window` bytes; NULL when out of memory. */
-hc_inflater *hc_inflate_new(const unsigned char *file, size_t length, size_t idat, uint32_t window);
+/** An inflater of the stream in a PNG's IDAT chunks: from the first one's body (`first`, its CRC checked by the
+ *  caller) on through `chunks`, a reader at the chunk after it. The caller has checked the stream's 2-byte zlib
+ *  header, whose window is `window` bytes. NULL when out of memory. */
+hc_inflater *hc_inflate_new(const hc_png_reader *chunks, const unsigned char *first, size_t first_length, uint32_t window);
 
 /** Fills `length` bytes at `out` with the stream's next bytes: 0, or -1 where zlib's inflate would refuse the
  *  stream, where it ends first, or where a chunk it reads is no IDAT or has a wrong CRC. */
