@@ -112,7 +112,7 @@ static const uint16_t hc_distance_base[30] = {1,   2,   3,   4,   5,   7,    9, 
 static const uint8_t hc_distance_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
 
 /* What an entry says of the symbol at the front of the buffer: a literal (its byte in the high 16 bits), or a
- * length (a distance follows) or, in a distance code, a distance (its base in the high 16 bits); its code's
+ * length (a distance follows) or, in a distance code, a distance (either's base in the high 16 bits); its code's
  * bits are in the low four, its extra bits' in the next four. 0 for the end of the block, a code longer than
  * the table's bits, a symbol that is none (286, 287, 30, 31) and bits that are no code: those take the
  * symbol-by-symbol way. */

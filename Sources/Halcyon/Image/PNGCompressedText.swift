@@ -34,7 +34,7 @@ enum PNGCompressedText {
         var ranges: [Range<Int>] = []
         var total = 0
         for chunk in chunks {
-            guard chunk.fits, chunk.length <= Int(Int32.max), chunk.type != PNGChunkList.Chunk.end else { break }
+            guard chunk.fits, chunk.length <= Int(Int32.max) else { break }
             if isCompressedText(chunk.type, body: chunks.body(of: chunk)) {
                 ranges.append(chunk.range)
                 total += chunk.length
