@@ -64,22 +64,30 @@ static int hc_bits_next_chunk(hc_bits *b) {
     return 1;
 }
 
-/* Fills the buffer to at least 57 bits; past the last IDAT, with zero bytes counted in `padded`. With 8 bytes
- * left in the chunk, one load takes as many whole bytes as fit; the bits above `count` are then the next bytes
- * of the chunk, which the next fill puts in again at the same place. */
-static void hc_bits_fill(hc_bits *b) {
+/* With 8 bytes left in the chunk, takes as many whole bytes as fit into `bits` (holding `count`, 56 or fewer) in
+ * one load, and 1; else 0. The bits above `count` are then the next bytes of the chunk, which the next load puts
+ * in again at the same place. */
+static inline int hc_bits_load(hc_bits *b, uint64_t *bits, int *count) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (b->count <= 56 && b->avail >= 8) {
+    if (b->avail >= 8) {
         uint64_t word;
         memcpy(&word, b->in, 8);
-        b->bits |= word << b->count;
-        size_t bytes = (size_t)(63 - b->count) >> 3;
+        *bits |= word << *count;
+        size_t bytes = (size_t)(63 - *count) >> 3;
         b->in += bytes;
         b->avail -= bytes;
-        b->count += (int)bytes * 8;
-        return;
+        *count += (int)bytes * 8;
+        return 1;
     }
 #endif
+    return 0;
+}
+
+/* Fills the buffer to at least 56 bits; past the last IDAT, with zero bytes counted in `padded`. */
+static void hc_bits_fill(hc_bits *b) {
+    if (b->count <= 56 && hc_bits_load(b, &b->bits, &b->count)) {
+        return;
+    }
     while (b->count <= 56) {
         if (b->avail == 0) {
             /* The next chunk, which may be empty too; or a zero byte. */
@@ -431,6 +439,31 @@ static int hc_inflate_symbol(hc_inflater *d) {
     return 0;
 }
 
+/* Tops up a decoding loop's bit buffer, held in its locals `bits` and `count`, to 56 bits or more: with one load
+ * when 8 bytes are left in the chunk, else through hc_bits_fill; -1 once the reads ran past the stream. */
+static inline int hc_bits_refill(hc_bits *b, uint64_t *bits, int *count) {
+    if (hc_bits_load(b, bits, count)) {
+        return 0;
+    }
+    b->bits = *bits;
+    b->count = *count;
+    if (hc_bits_overran(b)) {
+        return -1;
+    }
+    hc_bits_fill(b);
+    *bits = b->bits;
+    *count = b->count;
+    return 0;
+}
+
+/* The bits of a length's or distance's entry: its code's and its extra bits'. */
+static inline uint32_t hc_entry_bits(uint32_t entry) { return (entry & 15) + (entry >> 4 & 15); }
+
+/* A length's or distance's value: the base in its entry plus the extra bits that follow its code in `bits`. */
+static inline uint32_t hc_entry_value(uint32_t entry, uint64_t bits) {
+    return (entry >> 16) + (uint32_t)((bits >> (entry & 15)) & ((1u << (entry >> 4 & 15)) - 1));
+}
+
 /* Inflates a Huffman-coded block's symbols until the buffer holds `limit` bytes or the block ends; -1 on a
  * refusal. The bits and the buffer's end are in locals; the struct's are set around hc_inflate_symbol. */
 static int hc_inflate_codes(hc_inflater *d, size_t limit) {
@@ -445,28 +478,8 @@ static int hc_inflate_codes(hc_inflater *d, size_t limit) {
     size_t end = d->end;
     while (end < limit) {
         /* A literal and a length with its distance take up to 11 and 40 bits here; hc_inflate_symbol 48. */
-        if (count < 48) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            if (b->avail >= 8) {
-                uint64_t word;
-                memcpy(&word, b->in, 8);
-                bits |= word << count;
-                size_t bytes = (size_t)(63 - count) >> 3;
-                b->in += bytes;
-                b->avail -= bytes;
-                count += (int)bytes * 8;
-            } else
-#endif
-            {
-                b->bits = bits;
-                b->count = count;
-                if (hc_bits_overran(b)) {
-                    return -1;
-                }
-                hc_bits_fill(b);
-                bits = b->bits;
-                count = b->count;
-            }
+        if (count < 48 && hc_bits_refill(b, &bits, &count) != 0) {
+            return -1;
         }
         uint32_t entry = literals[bits & mask];
         if (entry & HC_ENTRY_LITERAL) {
@@ -477,16 +490,15 @@ static int hc_inflate_codes(hc_inflater *d, size_t limit) {
             continue;
         }
         if (entry & HC_ENTRY_PAIR) {
-            uint32_t taken = (entry & 15) + (entry >> 4 & 15);
-            uint32_t length = (entry >> 16) + (uint32_t)((bits >> (entry & 15)) & ((1u << (entry >> 4 & 15)) - 1));
+            uint32_t taken = hc_entry_bits(entry), length = hc_entry_value(entry, bits);
             uint64_t rest = bits >> taken;
             uint32_t far = distances[rest & mask];
             if (far & HC_ENTRY_PAIR) {
-                uint32_t distance = (far >> 16) + (uint32_t)((rest >> (far & 15)) & ((1u << (far >> 4 & 15)) - 1));
+                uint32_t distance = hc_entry_value(far, rest);
                 if (distance > window || distance > slid + end) {
                     return -1;
                 }
-                taken += (far & 15) + (far >> 4 & 15);
+                taken += hc_entry_bits(far);
                 bits >>= taken;
                 count -= (int)taken;
                 hc_inflate_copy(buffer + end, distance, length);
