@@ -37,7 +37,7 @@ run: build
 ##       up to 8.6 s late, past the 10 s waits of tests that then failed; with 6 at once, at most 0.9 s, in
 ##       the same total time.
 PARALLEL_TESTS ?= 6
-TIMED_SUITES := DegenerateShapeTests|ServerLookupTests|HostLookupTests|ServerEncodeBoundTests|ServerCachedHitTests|RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|ServerSlowReaderTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|ServerSSRFTests|ServerLocalTests|ServerCacheTests|ServerLimitTests|ServerLifecycleTests|ServerGateTests|CLITests|RedisClientTests|ServerSharedStorageTests|ImagePrefetcherLoadTests
+TIMED_SUITES := DegenerateShapeTests|WorkQueueExecutorTests|ServerLookupTests|HostLookupTests|ServerEncodeBoundTests|ServerCachedHitTests|RenderCancellationTests|PipelineRegressionTests|DiskStorageTests|ServerHostileTrafficTests|ServerSlowReaderTests|HealthAndQueueTests|HalcyonOptionsTests|ImageDownloaderTests|ManagerStressTests|HalcyonManagerFlowTests|HalcyonManagerRevalidationTests|ServerSSRFTests|ServerLocalTests|ServerCacheTests|ServerLimitTests|ServerLifecycleTests|ServerGateTests|CLITests|RedisClientTests|ServerSharedStorageTests|ImagePrefetcherLoadTests
 test: test-deps
 	$(SWIFT) build --build-tests
 	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(PARALLEL_TESTS) $(SWIFT) test --skip-build --skip '$(TIMED_SUITES)'

@@ -47,6 +47,9 @@ public final class ImageService: Sendable {
     let resources: ImageServiceResources
     /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
     let encodeQueue = PipelineQueues.shared.encode
+    /// The queue a request's work after its download runs in (the shared decode queue): the header, decode,
+    /// processing and encode of one request run on one of its threads, in one slot.
+    let renderQueue = PipelineQueues.shared.decode
 
     /// Makes the handlers over `resources`; `configuration` must have passed ``ServerConfiguration/validate()``.
     init(
@@ -230,19 +233,35 @@ public final class ImageService: Sendable {
         }
         let started = ContinuousClock.now
         var downloaded = Duration.zero
-        var input = source
-        let processor: (any ImageProcessor)?
-        if heldInMemory(source, work) {
-            processor = work.processor(nil)
-        } else {
-            let data = try await sourceData(source)
+        var data: Data?
+        if !heldInMemory(source, work) {
+            let fetched = try await sourceData(source)
             if source.isRemote {
                 downloaded = ContinuousClock.now - started
                 metrics.download(downloaded)
             }
-            if let entry = try passThrough(data, output: work.output) { return entry }
+            if let entry = try passThrough(fetched, output: work.output) { return entry }
+            data = fetched
+        }
+        // From here the task runs in a render queue slot: its decode, processing and encode run on that thread.
+        let entry = try await withTaskExecutorPreference(renderQueue) {
+            try await self.render(source, data: data, work, ticket: ticket)
+        }
+        metrics.processing(max(.zero, (ContinuousClock.now - started) - downloaded))
+        metrics.computed()
+        return entry
+    }
+
+    /// The encoded result from `data` (the source's bytes; nil when the manager's memory cache holds the image): the
+    /// header's reservation, the manager's decode and processing, the encode.
+    private func render(_ source: Source, data: Data?, _ work: Work, ticket: Admission.Ticket) async throws -> ResponseCache.Entry {
+        var input = source
+        let processor: (any ImageProcessor)?
+        if let data {
             processor = try await work.processor(reserve(data, ticket: ticket))
             input = .provider(RawImageDataProvider(data: data, cacheKey: source.cacheKey))
+        } else {
+            processor = work.processor(nil)
         }
         let image = try await retrieve(input, processor: processor, record: work.record)
         let span = startSpan("halcyon.encode", context: ServiceContext.current ?? .topLevel)
@@ -256,8 +275,6 @@ public final class ImageService: Sendable {
         }
         span.attributes["halcyon.format"] = encoded.format.rawValue
         span.attributes["halcyon.bytes"] = encoded.body.count
-        metrics.processing(max(.zero, (ContinuousClock.now - started) - downloaded))
-        metrics.computed()
         return ResponseCache.Entry(body: encoded.body, contentType: encoded.format.mimeType, etag: Self.etag(encoded.body))
     }
 

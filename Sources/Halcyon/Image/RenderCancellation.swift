@@ -74,12 +74,28 @@ public final class RenderCancellation: @unchecked Sendable {
     /// Runs `body` in a slot of the bounded `queue`; otherwise as ``perform(on:_:)-(CallbackQueue,_)``.
     ///
     /// A task cancelled while its job still waits for a slot makes the job
-    /// return at once when it gets one, without running `body`.
+    /// return at once when it gets one, without running `body`. Called on a
+    /// thread that runs a job of any ``WorkQueue`` (a task that prefers one
+    /// as its executor), `body` runs at once on that thread, in the slot it
+    /// holds: a hop would only wake another thread for the same work.
     public static func perform<T: Sendable>(
         on queue: WorkQueue,
         _ body: @escaping @Sendable () throws(HalcyonError) -> T
     ) async throws(HalcyonError) -> T {
-        try await perform(submit: { queue.execute($0) }, body)
+        if WorkQueue.isRunningJob { return try await performHere(body) }
+        return try await perform(submit: { queue.execute($0) }, body)
+    }
+
+    /// Runs `body` on the calling thread under a new cancellation that the calling task's cancellation triggers.
+    private static func performHere<T: Sendable>(_ body: () throws(HalcyonError) -> T) async throws(HalcyonError) -> T {
+        let cancellation = RenderCancellation()
+        let result = await withTaskCancellationHandler {
+            Task.isCancelled ? .failure(.requestError(reason: .taskCancelled(task: nil, token: nil)))
+                : Result { () throws(HalcyonError) -> T in try cancellation.run(body) }
+        } onCancel: {
+            cancellation.cancel()
+        }
+        return try result.get()
     }
 
     /// Submits `body`; a cancel before the job starts delivers at once and the job, when it gets its turn, does nothing.

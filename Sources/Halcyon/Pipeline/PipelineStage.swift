@@ -179,7 +179,10 @@ final class PipelineStage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
                 return (generation, id)
             }
             let stagePriority = LoadPriority(subscriber.counted)
-            let task = Task { await self.run(key, generation: id, priority: stagePriority, work: work) }
+            // Started from a queue's job (a task that prefers that queue), the work stays on that queue's threads.
+            let task = Task(executorPreference: WorkQueue.current) {
+                await self.run(key, generation: id, priority: stagePriority, work: work)
+            }
             var entry = Entry(generation: id, task: task, priority: stagePriority)
             entry.add(subscriber, id: id)
             state.entries[key] = entry

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Dispatch
 import Foundation
 
@@ -7,9 +14,19 @@ import Foundation
 /// service `.userInitiated`), never on the Swift concurrency pool, so a slow
 /// decode does not hold back network tasks. Jobs beyond the width wait in a
 /// FIFO list held in memory; the width bounds threads and working memory,
-/// not the list. Thread-safe; the width can change at any time (a smaller
-/// width lets running jobs finish).
-public final class WorkQueue: Sendable {
+/// not the list. A thread that finishes a job runs the next waiting one
+/// itself, so a busy queue wakes no other thread. Thread-safe; the width can
+/// change at any time (a smaller width lets running jobs finish).
+///
+/// A queue is also a `TaskExecutor`: a task that prefers it
+/// (`withTaskExecutorPreference`) runs its async code in the queue's slots,
+/// and the CPU work it then asks of any queue
+/// (``RenderCancellation/perform(on:_:)-(WorkQueue,_)``) runs at once on
+/// the same thread. A request's decode, processing and encode then run on
+/// one thread instead of waking a new one for each step, which on a machine
+/// with as many requests as cores left cores idle: the scheduler put a
+/// woken job on the busy core while the core that woke it went idle.
+public final class WorkQueue: TaskExecutor, Sendable {
     private struct State {
         var width: Int
         var running = 0
@@ -67,14 +84,36 @@ public final class WorkQueue: Sendable {
         }
     }
 
+    /// Runs `job` (an async task's next part) in a slot, for tasks that prefer this queue as their executor.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    /// Whether the calling thread is running a job of some queue (so it holds a slot, off the Swift concurrency pool).
+    public static var isRunningJob: Bool { RunningJob.queue != nil }
+
+    /// The queue whose job the calling thread is running, if any.
+    static var current: WorkQueue? { RunningJob.queue }
+
     private func launch(_ work: @escaping @Sendable () -> Void) {
-        pool.async {
+        pool.async { self.drain(from: work) }
+    }
+
+    /// Runs `first`, then the next waiting job on this thread while there is one; the slot is given back at the end.
+    private func drain(from first: @escaping @Sendable () -> Void) {
+        let outer = RunningJob.queue
+        RunningJob.queue = self
+        defer { RunningJob.queue = outer }
+        var job: (@Sendable () -> Void)? = first
+        while let work = job {
             work()
-            let next = self.state.withLock { state -> [@Sendable () -> Void] in
+            let next = state.withLock { state -> [@Sendable () -> Void] in
                 state.running -= 1
                 return Self.takeReady(&state)
             }
-            next.forEach(self.launch)
+            job = next.first
+            next.dropFirst().forEach(launch)
         }
     }
 
@@ -96,6 +135,21 @@ public final class WorkQueue: Sendable {
             state.head = 0
         }
         return ready
+    }
+}
+
+/// The queue whose job a thread runs, kept in a thread-specific slot.
+private enum RunningJob {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The calling thread's queue; set around each job (a job's queue does not outlive the job).
+    static var queue: WorkQueue? {
+        get { pthread_getspecific(key).map { Unmanaged<WorkQueue>.fromOpaque($0).takeUnretainedValue() } }
+        set { pthread_setspecific(key, newValue.map { Unmanaged.passUnretained($0).toOpaque() }) }
     }
 }
 
