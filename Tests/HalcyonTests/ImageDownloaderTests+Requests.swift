@@ -4,6 +4,23 @@ import Testing
 
 /// ``ImageDownloaderTests`` continued: redirects, request modifiers and credentials, the delegate, resumable downloads.
 extension ImageDownloaderTests {
+    // MARK: - Large bodies
+
+    @Test func largeChunkedBodyArrivesWholeWithProgress() async throws {
+        try await withServer({ $0.maxResponseBytes = 8_000_000 }) { server, downloader in
+            let progress = Locked([Int64]())
+            var options = DownloadOptions()
+            options.progressBlock = { received, _ in progress.withLock { $0.append(received) } }
+            let result = try await downloader.downloadData(with: server.url("/huge/whole?bytes=3000000&declare=0"), options: options)
+            #expect(result.data.count == 3_000_000)
+            #expect(result.data.allSatisfy { $0 == 0 })
+            let seen = progress.withLock { $0 }
+            #expect(seen.count >= 2)
+            #expect(seen.last == 3_000_000)
+            #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 < $1 })
+        }
+    }
+
     // MARK: - Coalescing with header fields
 
     @Test func headersThatDoNotChangeTheAnswerShareTheDownload() async throws {

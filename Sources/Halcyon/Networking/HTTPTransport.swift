@@ -107,7 +107,9 @@ struct HTTPTransport: Sendable {
                 hopClient = connection.client ?? client
                 request.url = connection.url
             }
-            let response = try await send(wireRequest(for: request), on: hopClient)
+            let (answer, response) = try await send(try wireRequest(for: request), on: hopClient)
+            // An answer whose body is not read (a refused head, an error) is cancelled; after a read this does nothing.
+            defer { answer.finish() }
             activity.touch()
             let head = Self.head(of: response, url: request.url)
 
@@ -116,13 +118,14 @@ struct HTTPTransport: Sendable {
                 guard redirectCount <= settings.maxRedirects else {
                     throw HalcyonError.requestError(reason: .tooManyRedirects(url: task.url, limit: settings.maxRedirects))
                 }
-                request = try await redirected(request, to: location, response: response, head: head, task: task, activity: activity)
+                request = try await redirected(
+                    request, to: location, answer: answer, response: response, head: head, task: task, activity: activity)
                 continue
             }
 
             let headDuration = (ContinuousClock.now - start).timeInterval
             return try await receiveBody(
-                response, head: head, task: task, resume: resume, activity: activity,
+                answer, head: head, task: task, resume: resume, activity: activity,
                 measure: { received, resumed in
                     NetworkMetrics(
                         originalURL: task.url, url: head.url, statusCode: head.statusCode,
@@ -133,17 +136,29 @@ struct HTTPTransport: Sendable {
         }
     }
 
-    /// Sends one hop's request and waits for the head of its answer.
+    /// Sends one hop's request and waits for the head of its answer; the collector then reads (or drops) its body.
     ///
     /// An idempotent request whose connection closed before any of an answer arrived is sent once more: a pooled
     /// keep-alive connection the origin closed just as it was reused (common after a redirect without
     /// `Connection: close`). The closed connection has left the pool; the second attempt takes another pooled
     /// connection or a new one, and its failure is final. Both attempts share the idle timeout's window.
-    private func send(_ wire: HTTPClientRequest, on client: HTTPClient) async throws -> HTTPClientResponse {
+    private func send(_ wire: HTTPClient.Request, on client: HTTPClient) async throws -> (ResponseCollector, ResponseCollector.Head) {
         do {
-            return try await client.execute(wire, deadline: .now() + .hours(24))
+            return try await exchange(wire, on: client)
         } catch where Self.closedBeforeAnswer(error) && Self.isIdempotent(wire.method) && !Task.isCancelled {
-            return try await client.execute(wire, deadline: .now() + .hours(24))
+            return try await exchange(wire, on: client)
+        }
+    }
+
+    /// Starts `wire` on `client` and waits for the head of its answer.
+    private func exchange(_ wire: HTTPClient.Request, on client: HTTPClient) async throws -> (ResponseCollector, ResponseCollector.Head) {
+        let answer = ResponseCollector()
+        answer.start(wire, on: client, deadline: .now() + .hours(24))
+        do {
+            return (answer, try await answer.head())
+        } catch {
+            answer.finish()
+            throw error
         }
     }
 
@@ -167,14 +182,14 @@ struct HTTPTransport: Sendable {
     /// GET, credentials dropped across origins, then handed to the task's redirect handler, which may change it or
     /// block the redirect.
     private func redirected(
-        _ request: ImageDownloadRequest, to location: String, response: HTTPClientResponse, head: ImageDownloadResponse,
-        task: SessionDataTask, activity: IdleMonitor.Watch
+        _ request: ImageDownloadRequest, to location: String, answer: ResponseCollector, response: ResponseCollector.Head,
+        head: ImageDownloadResponse, task: SessionDataTask, activity: IdleMonitor.Watch
     ) async throws -> ImageDownloadRequest {
         guard let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
               ImageDownloader.isFetchable(target) else {
             throw HalcyonError.requestError(reason: .invalidRedirect(url: request.url, location: location))
         }
-        try await drain(response.body, url: request.url, activity: activity)
+        try await drain(answer, url: request.url, activity: activity)
         var next = request
         next.url = target
         if response.status == .seeOther { next.httpMethod = "GET" }
@@ -195,7 +210,7 @@ struct HTTPTransport: Sendable {
     // MARK: - Body
 
     private func receiveBody(
-        _ response: HTTPClientResponse,
+        _ answer: ResponseCollector,
         head: ImageDownloadResponse,
         task: SessionDataTask,
         resume: ResumableDataStore.Entry?,
@@ -216,7 +231,7 @@ struct HTTPTransport: Sendable {
         let expectedTotal = encoding == "identity" ? head.expectedContentLength.map { $0 + resumedBytes } : nil
 
         let body = try await readBody(
-            response.body, prefix: prefix, head: head, task: task, activity: activity,
+            answer, prefix: prefix, head: head, task: task, activity: activity,
             limit: limit, expectedTotal: expectedTotal)
 
         if let expectedTotal, body.count < expectedTotal {
@@ -257,10 +272,10 @@ struct HTTPTransport: Sendable {
         return prefix
     }
 
-    /// Reads the body chunks after `prefix`, enforcing the limit and reporting progress;
+    /// Reads the body after `prefix`, enforcing the limit and reporting progress as chunks arrive;
     /// on a transport failure keeps the partial body for a resume.
     private func readBody(
-        _ stream: HTTPClientResponse.Body,
+        _ answer: ResponseCollector,
         prefix: Data,
         head: ImageDownloadResponse,
         task: SessionDataTask,
@@ -269,19 +284,12 @@ struct HTTPTransport: Sendable {
         expectedTotal: Int?
     ) async throws -> BodyAccumulator {
         let url = task.url
-        var body = BodyAccumulator(prefix: prefix, expectedTotal: expectedTotal)
         let validator = ResumableDataStore.validator(for: head)
+        let reading = ResponseCollector.Reading(limit: limit, url: url, activity: activity, task: task, expectedTotal: expectedTotal)
         do {
-            for try await buffer in stream {
-                activity.touch()
-                body.append(buffer)
-                if body.count > limit {
-                    throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: limit, received: body.count))
-                }
-                task.reportProgress(received: body.count, expected: expectedTotal)
-                if task.hasDataReceivers { task.reportData(Data(buffer: buffer)) }
-            }
-        } catch {
+            return try await answer.readBody(reading, after: BodyAccumulator(prefix: prefix, expectedTotal: expectedTotal))
+        } catch let failure as ResponseCollector.Failure {
+            let (error, body) = (failure.cause, failure.received)
             // A compressed body that inflates past the client's size limit (a decompression bomb) is too large; none
             // of it is kept for a resume.
             if case .limit? = error as? NIOHTTPDecompression.DecompressionError {
@@ -300,27 +308,24 @@ struct HTTPTransport: Sendable {
             }
             throw error
         }
-        return body
     }
 
     /// Reads and drops the body of a redirect answer so its connection can be reused.
-    private func drain(_ body: HTTPClientResponse.Body, url: URL, activity: IdleMonitor.Watch) async throws {
-        var count = 0
-        for try await buffer in body {
-            activity.touch()
-            count += buffer.readableBytes
-            if count > settings.maxResponseBytes {
-                throw HalcyonError.responseError(reason: .tooLarge(url: url, limit: settings.maxResponseBytes, received: count))
-            }
+    private func drain(_ answer: ResponseCollector, url: URL, activity: IdleMonitor.Watch) async throws {
+        let reading = ResponseCollector.Reading(limit: settings.maxResponseBytes, url: url, activity: activity)
+        do {
+            _ = try await answer.readBody(reading, after: BodyAccumulator(prefix: Data()))
+        } catch let failure as ResponseCollector.Failure {
+            throw failure.cause
         }
     }
 
     // MARK: - Helpers
 
     /// The AsyncHTTPClient request for `request`, with credentials and the default headers.
-    private func wireRequest(for request: ImageDownloadRequest) -> HTTPClientRequest {
-        var wire = HTTPClientRequest(url: request.url.absoluteString)
-        wire.method = request.httpMethod == "GET" ? .GET : HTTPMethod(rawValue: request.httpMethod.uppercased())
+    private func wireRequest(for request: ImageDownloadRequest) throws -> HTTPClient.Request {
+        let method = request.httpMethod == "GET" ? HTTPMethod.GET : HTTPMethod(rawValue: request.httpMethod.uppercased())
+        var wire = try HTTPClient.Request(url: request.url.absoluteString, method: method)
         for field in request.orderedHeaderFields {
             wire.headers.add(name: field.name, value: field.value)
         }
@@ -334,7 +339,7 @@ struct HTTPTransport: Sendable {
         return wire
     }
 
-    private func redirectLocation(_ response: HTTPClientResponse) -> String? {
+    private func redirectLocation(_ response: ResponseCollector.Head) -> String? {
         ImageDownloader.redirectStatuses.contains(Int(response.status.code)) ? response.headers.first(name: "location") : nil
     }
 
@@ -342,7 +347,7 @@ struct HTTPTransport: Sendable {
         a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased() && a.port == b.port
     }
 
-    private static func head(of response: HTTPClientResponse, url: URL) -> ImageDownloadResponse {
+    private static func head(of response: ResponseCollector.Head, url: URL) -> ImageDownloadResponse {
         ImageDownloadResponse(url: url, statusCode: Int(response.status.code), fields: response.headers.lazy.map { ($0.name, $0.value) })
     }
 
@@ -449,6 +454,11 @@ struct BodyAccumulator {
         Self.copy(only, to: &data)
         Self.copy(chunk, to: &data)
         gathered = data
+    }
+
+    /// Counts `bytes` that are dropped, not kept (a redirect's body).
+    mutating func skip(_ bytes: Int) {
+        count += bytes
     }
 
     /// The whole body, holding no more memory than its bytes: when the gathered storage is not exactly full
