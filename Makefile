@@ -8,7 +8,7 @@ OUT ?= halcyon-out
 
 .PHONY: deps test-deps test-fleet test-vapor examples bench-fleet bench-tracing bench-ab build release run test test-asan test-tsan check docs bench bench-server bench-cli soak clean
 
-## deps: install libvips-dev, libisal-dev (ISA-L's inflate, for the PNG loader), libdeflate-dev (the PNG
+## deps: install libvips-dev, libisal-dev (ISA-L's CRC-32 and Adler-32, for the PNG loader), libdeflate-dev (the PNG
 ##       encoder's compression) and pkg-config when missing.
 deps:
 	@if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists vips libisal libdeflate; then \

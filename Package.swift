@@ -42,7 +42,7 @@ let package = Package(
             pkgConfig: "vips",
             providers: [.apt(["libvips-dev"])]
         ),
-        // Intel's ISA-L: its inflate decodes PNG for the shrinking PNG loader (halcyon_png.c).
+        // Intel's ISA-L: CRC-32 and Adler-32 of PNG data for the shrinking PNG loader (halcyon_png.c).
         .systemLibrary(
             name: "CIsal",
             pkgConfig: "libisal",
