@@ -257,6 +257,9 @@ public final class AddressGate: ImageDownloaderConnectionGate {
             decompression: .enabled(limit: .size(maxInflatedBytes)))
         configuration.dnsOverride = [host: address.description]
         configuration.guardResponseStatus()
+        // HTTPTransport makes each request's client span itself, in the fetching task's trace (AsyncHTTPClient's
+        // delegate API would start one outside it, as a trace of its own).
+        configuration.tracing.tracer = nil
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 }

@@ -5,6 +5,7 @@ import NIOFoundationCompat
 import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
+import Tracing
 
 /// What one HTTP download produced.
 struct FetchOutcome: Sendable {
@@ -151,12 +152,26 @@ struct HTTPTransport: Sendable {
     }
 
     /// Starts `wire` on `client` and waits for the head of its answer.
+    ///
+    /// The request is a client span, child of the task's trace context, from the start until the head arrives;
+    /// its context goes to the origin in the request's headers (`traceparent` with W3C propagation).
     private func exchange(_ wire: HTTPClient.Request, on client: HTTPClient) async throws -> (ResponseCollector, ResponseCollector.Head) {
+        var wire = wire
+        let span = startSpan(wire.method.rawValue, context: ServiceContext.current ?? .topLevel, ofKind: .client)
+        defer { span.end() }
+        span.attributes["http.request.method"] = wire.method.rawValue
+        span.attributes["server.address"] = wire.host
+        span.attributes["server.port"] = wire.port
+        InstrumentationSystem.instrument.inject(span.context, into: &wire.headers, using: TraceHeaderInjector())
         let answer = ResponseCollector()
         answer.start(wire, on: client, deadline: .now() + .hours(24))
         do {
-            return (answer, try await answer.head())
+            let head = try await answer.head()
+            span.attributes["http.response.status_code"] = Int(head.status.code)
+            if head.status.code >= 500 { span.setStatus(SpanStatus(code: .error)) }
+            return (answer, head)
         } catch {
+            span.recordError(error)
             answer.finish()
             throw error
         }
@@ -488,5 +503,12 @@ extension Duration {
     var timeInterval: TimeInterval {
         let parts = components
         return TimeInterval(parts.seconds) + TimeInterval(parts.attoseconds) / 1e18
+    }
+}
+
+/// Writes trace propagation fields into a request's headers.
+struct TraceHeaderInjector: Injector {
+    func inject(_ value: String, forKey key: String, into headers: inout HTTPHeaders) {
+        headers.replaceOrAdd(name: key, value: value)
     }
 }

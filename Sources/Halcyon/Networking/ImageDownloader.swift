@@ -503,6 +503,9 @@ public final class ImageDownloader: Sendable, SessionDataTaskOwner {
             // inflates a whole received piece before the transport counts it, so it must stop at the size itself.
             decompression: .enabled(limit: .size(maxInflatedBytes)))
         configuration.guardResponseStatus()
+        // HTTPTransport makes each request's client span itself, in the fetching task's trace (AsyncHTTPClient's
+        // delegate API would start one outside it, as a trace of its own).
+        configuration.tracing.tracer = nil
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
