@@ -52,7 +52,8 @@ extension ImageService {
         }
     }
 
-    /// One encode on the bounded encode queue; stops when the request's task is cancelled.
+    /// One encode on the bounded encode queue, or in the calling task's render slot when it holds one; stops when the
+    /// request's task is cancelled.
     func encodeOnQueue(_ image: Image, as encoding: ImageEncodingFormat) async throws -> Data {
         do {
             return try await RenderCancellation.perform(on: encodeQueue) { () throws(HalcyonError) -> Data in

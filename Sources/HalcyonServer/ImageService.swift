@@ -45,7 +45,8 @@ public final class ImageService: Sendable {
     private let gate: AddressGate
     /// What this service owns and shuts down (``shutdown()``).
     let resources: ImageServiceResources
-    /// Encodes run on the shared pipeline's bounded encode queue (as wide as the core count).
+    /// The shared pipeline's bounded encode queue (as wide as the core count), for CPU work asked outside a render
+    /// slot (`/info`'s); an image request's encode runs in its ``renderQueue`` slot instead.
     let encodeQueue = PipelineQueues.shared.encode
     /// The queue a request's work after its download runs in (the shared decode queue): the header, decode,
     /// processing and encode of one request run on one of its threads, in one slot.

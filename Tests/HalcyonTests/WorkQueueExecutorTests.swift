@@ -38,7 +38,7 @@ struct WorkQueueExecutorTests {
         let outside = try await Self.encode(on: other)
         #expect(outside.queue == "test.other")
         #expect(outside.otherRunning == 1)
-        #expect(WorkQueue.isRunningJob == false)
+        #expect(WorkQueue.current == nil)
     }
 
     @Test("a retrieve inside a queue's preference decodes and processes on that queue's thread (its stage task too)")

@@ -82,7 +82,7 @@ public final class RenderCancellation: @unchecked Sendable {
         on queue: WorkQueue,
         _ body: @escaping @Sendable () throws(HalcyonError) -> T
     ) async throws(HalcyonError) -> T {
-        if WorkQueue.isRunningJob { return try await performHere(body) }
+        if WorkQueue.current != nil { return try await performHere(body) }
         return try await perform(submit: { queue.execute($0) }, body)
     }
 

@@ -35,9 +35,8 @@ final class ResponseCollector: HTTPClientResponseDelegate, Sendable {
     private struct State {
         var head: Result<Head, any Error>?
         var headWaiter: CheckedContinuation<Head, any Error>?
-        /// Completed once: the body is wanted (success) or never will be (failure).
+        /// The head's future, until it is settled once: the body is wanted (success) or never will be (failure).
         var demand: EventLoopPromise<Void>?
-        var demandSettled = false
         var reading: Reading?
         var body = BodyAccumulator(prefix: Data())
     }
@@ -117,24 +116,24 @@ final class ResponseCollector: HTTPClientResponseDelegate, Sendable {
         request.withLock { $0.task }?.cancel()
     }
 
-    /// The demand promise, once: nil when it was settled already.
+    /// The demand promise, once: nil when it was settled already (or no head has come).
     private static func settle(_ state: inout State) -> EventLoopPromise<Void>? {
-        guard !state.demandSettled, let demand = state.demand else { return nil }
-        state.demandSettled = true
-        return demand
+        defer { state.demand = nil }
+        return state.demand
     }
 
     // MARK: - Delegate (on the event loop)
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         let demand = task.eventLoop.makePromise(of: Void.self)
+        let answer = Head(status: head.status, headers: head.headers)
         let waiter = state.withLock { state -> CheckedContinuation<Head, any Error>? in
-            state.head = .success(Head(status: head.status, headers: head.headers))
+            state.head = .success(answer)
             state.demand = demand
             defer { state.headWaiter = nil }
             return state.headWaiter
         }
-        waiter?.resume(returning: Head(status: head.status, headers: head.headers))
+        waiter?.resume(returning: answer)
         return demand.futureResult
     }
 

@@ -90,10 +90,8 @@ public final class WorkQueue: TaskExecutor, Sendable {
         execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 
-    /// Whether the calling thread is running a job of some queue (so it holds a slot, off the Swift concurrency pool).
-    public static var isRunningJob: Bool { RunningJob.queue != nil }
-
-    /// The queue whose job the calling thread is running, if any.
+    /// The queue whose job the calling thread is running, if any (the thread then holds a slot, off the Swift
+    /// concurrency pool).
     static var current: WorkQueue? { RunningJob.queue }
 
     private func launch(_ work: @escaping @Sendable () -> Void) {
