@@ -40,13 +40,15 @@ static int hc_is_copyright(const char *name) {
     return strcmp(name, "exif-ifd0-Copyright") == 0 || strcmp(name, "exif-ifd0-Artist") == 0;
 }
 
+/* The fields stripping removes. "jpeg-thumbnail-data" is the source's EXIF thumbnail: libvips' savers
+ * write it back into the EXIF block they rebuild, kept copyright or not. */
 static void *hc_collect_field(VipsImage *image, const char *name, GValue *value, void *a) {
     (void)image;
     (void)value;
     hc_strip_plan *plan = a;
     int removes = strcmp(name, "xmp-data") == 0 || strcmp(name, "iptc-data") == 0 ||
                   strncmp(name, "png-comment-", 12) == 0 || strcmp(name, "gif-comment") == 0 ||
-                  strcmp(name, "exif-data") == 0 ||
+                  strcmp(name, "exif-data") == 0 || strcmp(name, "jpeg-thumbnail-data") == 0 ||
                   (strncmp(name, "exif-", 5) == 0 && !(plan->keep_copyright && hc_is_copyright(name))) ||
                   (strcmp(name, "icc-profile-data") == 0 && !plan->keep_icc);
     if (removes) {

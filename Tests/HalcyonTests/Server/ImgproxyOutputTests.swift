@@ -40,15 +40,23 @@ struct ImgproxyOutputTests {
         await fixture.stop()
     }
 
-    /// A JPEG with an EXIF block holding Make and Copyright.
-    static func jpegWithCopyright() throws -> Data {
+    /// A JPEG with an EXIF block holding Make and Copyright, and `thumbnail` (a JPEG) in IFD1 when given.
+    static func jpegWithCopyright(thumbnail: Data? = nil) throws -> Data {
         var tiff: [UInt8] = Array("MM".utf8) + [0, 42, 0, 0, 0, 8, 0, 2]
         let make = Array("TestCamera\0".utf8), copyright = Array("Halcyon Test\0".utf8)
         let dataStart = 8 + 2 + 2 * 12 + 4
-        func entry(_ tag: UInt16, _ value: [UInt8], _ offset: Int) -> [UInt8] {
-            [UInt8(tag >> 8), UInt8(tag & 0xFF), 0, 2, 0, 0, 0, UInt8(value.count), 0, 0, UInt8(offset >> 8), UInt8(offset & 0xFF)]
+        func bigEndian(_ value: Int, _ count: Int) -> [UInt8] { (0..<count).reversed().map { UInt8((value >> ($0 * 8)) & 0xFF) } }
+        func entry(_ tag: UInt16, type: UInt16, count: Int, _ value: Int) -> [UInt8] {
+            bigEndian(Int(tag), 2) + bigEndian(Int(type), 2) + bigEndian(count, 4) + bigEndian(value, 4)
         }
-        tiff += entry(0x010F, make, dataStart) + entry(0x8298, copyright, dataStart + make.count) + [0, 0, 0, 0] + make + copyright
+        let ifd1 = thumbnail == nil ? 0 : dataStart + make.count + copyright.count
+        tiff += entry(0x010F, type: 2, count: make.count, dataStart) + entry(0x8298, type: 2, count: copyright.count, dataStart + make.count)
+        tiff += bigEndian(ifd1, 4) + make + copyright
+        if let thumbnail {
+            // IFD1: JPEGInterchangeFormat and its length, then the thumbnail's bytes.
+            tiff += [0, 2] + entry(0x0201, type: 4, count: 1, ifd1 + 2 + 2 * 12 + 4) + entry(0x0202, type: 4, count: 1, thumbnail.count)
+            tiff += [0, 0, 0, 0] + Array(thumbnail)
+        }
         let payload = Array("Exif\0\0".utf8) + tiff
         let length = payload.count + 2
         let jpeg = try TestImages.encodedGradient(.jpeg(quality: 90), width: 120, height: 80)
@@ -93,6 +101,25 @@ struct ImgproxyOutputTests {
         #expect(bare.exif["Copyright"] == nil && bare.exif["Make"] == nil && !bare.hasXMP, "\(bare.exif)")
         let kept = try ImageInfo.inspect(try await Self.body(fixture, "w:60/sm:0")).exif
         #expect(kept["Make"] != nil && kept["Copyright"] != nil, "\(kept)")
+        await fixture.stop()
+    }
+
+    @Test("Stripping drops the source's EXIF thumbnail, also when the copyright is kept")
+    func exifThumbnail() async throws {
+        let thumbnail = try TestImages.encodedGradient(.jpeg(quality: 95), width: 160, height: 120)
+        let source = try Self.jpegWithCopyright(thumbnail: thumbnail)
+        let marker = Data(thumbnail.suffix(64))
+        let sourceExif = try ImageInfo.inspect(source).exif
+        try #require(source.range(of: marker) != nil && sourceExif["Copyright"] != nil)
+        let fixture = try await ServerFixture.start(image: source)
+        defer { Task { await fixture.stop() } }
+        for options in ["w:60", "w:60/kcr:0"] {
+            let output = try await Self.body(fixture, options)
+            #expect(output.range(of: marker) == nil, "\(options): the \(thumbnail.count)-byte thumbnail is in the \(output.count)-byte output")
+        }
+        let stripped = try await Self.body(fixture, "w:60")
+        #expect(try ImageInfo.inspect(stripped).exif["Copyright"]?.contains("Halcyon Test") == true)
+        #expect(try await Self.body(fixture, "w:60/sm:0").range(of: marker) != nil, "sm:0 keeps all the metadata")
         await fixture.stop()
     }
 
