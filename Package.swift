@@ -54,9 +54,15 @@ let package = Package(
             pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"])]
         ),
+        // libjpeg (libjpeg-turbo, the one libvips links): the JPEG encoder on the calling thread (halcyon_jpegsave.c).
+        .systemLibrary(
+            name: "CJPEG",
+            pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg62-turbo-dev"])]
+        ),
         .target(
             name: "CHalcyonVips",
-            dependencies: ["CVips", "CIsal", "CDeflate"]
+            dependencies: ["CVips", "CIsal", "CDeflate", "CJPEG"]
         ),
         .target(
             name: "Halcyon",

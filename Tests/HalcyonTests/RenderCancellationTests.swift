@@ -105,6 +105,30 @@ struct RenderCancellationTests {
         try await Self.expectEncodeStopped(result)
     }
 
+    @Test("cancelling a JPEG encode on the calling thread stops it at its next strip and throws taskCancelled")
+    func cancelledInlineJPEGEncodeStops() async throws {
+        // A lazy 6× Lanczos upscale (9600×7200): each strip costs CPU, so the encode runs for seconds, long past the cancel.
+        let noise = try Self.noise(width: 1600, height: 1200).vips.flattened(background: [255, 255, 255])
+        let big = try noise.resizedByLibvips(horizontal: 6, vertical: 6)
+        try #require(ImageEngines.preferred.jpegSaveEngine(for: big) == .halcyon)
+        let queue = DispatchQueue(label: "test.jpeg")
+        let start = Self.processCPUTime()
+        let task = Task {
+            try await RenderCancellation.perform(on: .dispatch(queue)) { () throws(HalcyonError) -> Data in
+                try ImageEncoder.jpeg(big, quality: 80, progressive: false, engines: .preferred)
+            }
+        }
+        try await Self.waitForCPU(0.3, since: start)
+        task.cancel()
+        // Measured while the task may still run: an encode that ignored the cancel would go on for seconds.
+        let used = try await Self.cpuAfterCancel()
+        #expect(used < 0.05, "the process used \(used) s of CPU between 100 and 500 ms after the cancel")
+        switch await task.result {
+        case .success: Issue.record("a cancelled encode returned data")
+        case .failure(let error): #expect((error as? HalcyonError)?.isTaskCancelled == true, "\(error)")
+        }
+    }
+
     /// The process burns no CPU 100 ms after a cancel, and the cancelled encode threw `taskCancelled`.
     static func expectEncodeStopped(_ result: Result<Data, any Error>) async throws {
         let used = try await cpuAfterCancel()

@@ -191,7 +191,19 @@ int hc_smartcrop(VipsImage *in, int width, int height, VipsImage **out);
 
 /* MARK: - Saving */
 
+/* JPEG has two encoders too; Swift chooses. */
+/** libvips' JPEG saver, whatever the image. */
 int hc_jpegsave(VipsImage *in, int quality, int interlace, void **buffer, size_t *length);
+/** 1 when hc_jpegsave_inline takes `in`: 8-bit, uncoded, 3-band sRGB or 1-band (written as grey), at most 65500 pixels a side; else
+ *  0. Nothing is rendered. */
+int hc_jpegsave_takes(VipsImage *in);
+/** libjpeg's encoding on the calling thread (halcyon_jpegsave.c) of an image hc_jpegsave_takes took, quality 1-100,
+ *  progressive when `progressive` is 1: the bytes libvips' saver writes for it, metadata included. 0 and a buffer for
+ *  hc_free; -1 with libvips' error set for any other image or quality (before rendering it), when cancelled, when
+ *  rendering failed or when libjpeg failed. */
+int hc_jpegsave_inline(VipsImage *in, int quality, int progressive, void **buffer, size_t *length);
+/** How many images hc_jpegsave_inline encoded on the calling thread (for tests). */
+unsigned long hc_jpeg_save_count(void);
 /* PNG has two encoders; Swift chooses (ImageEngines), C never does. */
 /** libvips' PNG saver (libpng) at zlib level `compression` with the sub row filter, whatever the image. */
 int hc_pngsave_libpng(VipsImage *in, int compression, int interlace, void **buffer, size_t *length);

@@ -17,8 +17,7 @@ public enum ImageEncoder {
         let source = try prepared(image, for: encoding)
         switch encoding {
         case .jpeg(let quality, let progressive):
-            let flat = try source.flattened(background: [255, 255, 255])
-            return try flat.saved(as: format) { hc_jpegsave($0, clamp(quality), progressive ? 1 : 0, $1, $2) }
+            return try jpeg(source.flattened(background: [255, 255, 255]), quality: clamp(quality), progressive: progressive)
         case .png(let interlaced):
             return try png(source, interlaced: interlaced)
         case .gif:
@@ -70,6 +69,19 @@ public enum ImageEncoder {
         case .libvips: return try writable.saved(as: .png) { hc_pngsave_libpng($0, level, interlaced ? 1 : 0, $1, $2) }
         }
     }
+
+    /// `image` as JPEG by the encoder `engines` picks for it (``ImageEngines/jpegSaveEngine(for:)``): libjpeg on the
+    /// calling thread for 8-bit sRGB and grey images, libvips' saver for the rest. Both write the same bytes.
+    static func jpeg(_ image: VipsImageRef, quality: Int32, progressive: Bool, engines: ImageEngines = .current) throws(HalcyonError) -> Data {
+        let scans: Int32 = progressive ? 1 : 0
+        switch engines.jpegSaveEngine(for: image) {
+        case .halcyon: return try image.saved(as: .jpeg) { hc_jpegsave_inline($0, quality, scans, $1, $2) }
+        case .libvips: return try image.saved(as: .jpeg) { hc_jpegsave($0, quality, scans, $1, $2) }
+        }
+    }
+
+    /// How many JPEGs libjpeg encoded on the calling thread (for tests).
+    static var inlineJPEGCount: Int { Int(hc_jpeg_save_count()) }
 
     /// How many PNGs libdeflate encoded on the calling thread (for tests).
     static var libdeflatePNGCount: Int { Int(hc_png_save_count()) }

@@ -18,6 +18,15 @@ extension ImageEngines {
         return takes ? .halcyon : .libvips
     }
 
+    /// The encoder that writes `image` as JPEG: libjpeg on the calling thread when the setting allows it and
+    /// `hc_jpegsave_takes` takes the image (8-bit 3-band sRGB or 1-band, at most 65500 pixels a side); else libvips'
+    /// saver, which converts any other image first.
+    func jpegSaveEngine(for image: VipsImageRef) -> ImageEngine {
+        guard jpegSave == .halcyon else { return .libvips }
+        let takes = withExtendedLifetime(image) { hc_jpegsave_takes(image.pointer) == 1 }
+        return takes ? .halcyon : .libvips
+    }
+
     /// The loader that shrinks the PNG in `buffer` by `shrink`: Halcyon's when the setting allows it and
     /// `hc_png_load_shrunk_takes` takes the file by its header (8-bit grey or RGB, not interlaced, no transparency,
     /// background or unknown chunk; shrink 1...1024); else libvips'. A file that proves damaged while Halcyon's loader
