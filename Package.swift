@@ -60,9 +60,15 @@ let package = Package(
             pkgConfig: "libjpeg",
             providers: [.apt(["libjpeg62-turbo-dev"])]
         ),
+        // libheif (with libaom, which libvips-dev brings): the AVIF encoder on the calling thread (halcyon_avifsave.c).
+        .systemLibrary(
+            name: "CHeif",
+            pkgConfig: "libheif",
+            providers: [.apt(["libheif-dev"])]
+        ),
         .target(
             name: "CHalcyonVips",
-            dependencies: ["CVips", "CIsal", "CDeflate", "CJPEG"]
+            dependencies: ["CVips", "CIsal", "CDeflate", "CJPEG", "CHeif"]
         ),
         .target(
             name: "Halcyon",

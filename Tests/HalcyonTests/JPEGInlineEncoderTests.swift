@@ -38,13 +38,18 @@ struct JPEGInlineEncoderTests {
         #expect(inline == libvips, "\(inline.count) bytes against libvips' \(libvips.count)")
     }
 
-    @Test("EXIF rebuilt from the kept fields, XMP and the ICC profile: the same markers in the same order")
-    func sameMetadataAsLibvips() throws {
+    /// `jpeg` (which carries EXIF) with an ICC profile and an XMP packet added.
+    static func jpegWithAllMetadata(_ jpeg: Data) -> Data {
         let xmp = Array("<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF/></x:xmpmeta>".utf8)
         let payload = Array("http://ns.adobe.com/xap/1.0/\0".utf8) + xmp
-        let withXMP = ImgproxyOutputTests.withICCProfile(try ImgproxyOutputTests.jpegWithCopyright())
-        let source = Data(withXMP.prefix(2)) + Data([0xFF, 0xE1, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload)
-            + Data(withXMP.dropFirst(2))
+        let withICC = ImgproxyOutputTests.withICCProfile(jpeg)
+        let length = payload.count + 2
+        return Data(withICC.prefix(2)) + Data([0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload) + Data(withICC.dropFirst(2))
+    }
+
+    @Test("EXIF rebuilt from the kept fields, XMP and the ICC profile: the same markers in the same order")
+    func sameMetadataAsLibvips() throws {
+        let source = Self.jpegWithAllMetadata(try ImgproxyOutputTests.jpegWithCopyright())
         let image = try ImageDecoder.decode(source).vips
         let info = try ImageInfo.inspect(source)
         try #require(info.hasICCProfile && info.hasXMP && info.exif["Copyright"] != nil, "the source's metadata")

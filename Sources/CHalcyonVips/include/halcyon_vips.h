@@ -218,7 +218,18 @@ int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length);
 unsigned long hc_png_save_count(void);
 int hc_gifsave(VipsImage *in, void **buffer, size_t *length);
 int hc_webpsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);
+/* AVIF has two encoders too; Swift chooses. */
+/** libvips' HEIF saver as AVIF at effort 0, whatever the image. */
 int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);
+/** 1 when hc_avifsave_inline takes `in`: a still (one page), 8-bit, uncoded, sRGB image of 3 or 4 bands; else 0. */
+int hc_avifsave_takes(VipsImage *in);
+/** libheif's AVIF encoding on the calling thread, libaom on one thread (halcyon_avifsave.c), of an image
+ *  hc_avifsave_takes took, quality 1-100: the bytes hc_avifsave writes for it, metadata included. 0 and a buffer for
+ *  hc_free; -1 with libvips' error set for any other image or quality (before rendering it), when cancelled, when
+ *  rendering failed or when libheif failed (no AV1 encoder among them). */
+int hc_avifsave_inline(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);
+/** How many images hc_avifsave_inline encoded on the calling thread (for tests). */
+unsigned long hc_avif_save_count(void);
 int hc_tiffsave(VipsImage *in, void **buffer, size_t *length);
 
 #endif

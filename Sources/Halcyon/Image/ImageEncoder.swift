@@ -25,7 +25,7 @@ public enum ImageEncoder {
         case .webp(let quality, let lossless):
             return try source.saved(as: format) { hc_webpsave($0, clamp(quality), lossless ? 1 : 0, $1, $2) }
         case .avif(let quality, let lossless):
-            return try source.saved(as: format) { hc_avifsave($0, clamp(quality), lossless ? 1 : 0, $1, $2) }
+            return try avif(source, quality: clamp(quality), lossless: lossless)
         case .tiff:
             return try source.saved(as: format) { hc_tiffsave($0, $1, $2) }
         }
@@ -79,6 +79,20 @@ public enum ImageEncoder {
         case .libvips: return try image.saved(as: .jpeg) { hc_jpegsave($0, quality, scans, $1, $2) }
         }
     }
+
+    /// `image` as AVIF (effort 0) by the encoder `engines` picks for it (``ImageEngines/avifSaveEngine(for:)``): libheif
+    /// on the calling thread, libaom on one thread, for still 8-bit sRGB images; libvips' saver for the rest. Both
+    /// write the same bytes.
+    static func avif(_ image: VipsImageRef, quality: Int32, lossless: Bool, engines: ImageEngines = .current) throws(HalcyonError) -> Data {
+        let exact: Int32 = lossless ? 1 : 0
+        switch engines.avifSaveEngine(for: image) {
+        case .halcyon: return try image.saved(as: .avif) { hc_avifsave_inline($0, quality, exact, $1, $2) }
+        case .libvips: return try image.saved(as: .avif) { hc_avifsave($0, quality, exact, $1, $2) }
+        }
+    }
+
+    /// How many AVIFs libheif encoded on the calling thread (for tests).
+    static var inlineAVIFCount: Int { Int(hc_avif_save_count()) }
 
     /// How many JPEGs libjpeg encoded on the calling thread (for tests).
     static var inlineJPEGCount: Int { Int(hc_jpeg_save_count()) }

@@ -27,6 +27,14 @@ extension ImageEngines {
         return takes ? .halcyon : .libvips
     }
 
+    /// The encoder that writes `image` as AVIF: libheif on the calling thread when the setting allows it and
+    /// `hc_avifsave_takes` takes the image (a still 8-bit sRGB image of 3 or 4 bands); else libvips' saver.
+    func avifSaveEngine(for image: VipsImageRef) -> ImageEngine {
+        guard avifSave == .halcyon else { return .libvips }
+        let takes = withExtendedLifetime(image) { hc_avifsave_takes(image.pointer) == 1 }
+        return takes ? .halcyon : .libvips
+    }
+
     /// The loader that shrinks the PNG in `buffer` by `shrink`: Halcyon's when the setting allows it and
     /// `hc_png_load_shrunk_takes` takes the file by its header (8-bit grey or RGB, not interlaced, no transparency,
     /// background or unknown chunk; shrink 1...1024); else libvips'. A file that proves damaged while Halcyon's loader
