@@ -66,9 +66,15 @@ let package = Package(
             pkgConfig: "libheif",
             providers: [.apt(["libheif-dev"])]
         ),
+        // libwebp and libwebpmux (which libvips-dev brings): the WebP encoder on the calling thread (halcyon_webpsave.c).
+        .systemLibrary(
+            name: "CWebP",
+            pkgConfig: "libwebpmux",
+            providers: [.apt(["libwebp-dev"])]
+        ),
         .target(
             name: "CHalcyonVips",
-            dependencies: ["CVips", "CIsal", "CDeflate", "CJPEG", "CHeif"]
+            dependencies: ["CVips", "CIsal", "CDeflate", "CJPEG", "CHeif", "CWebP"]
         ),
         .target(
             name: "Halcyon",

@@ -153,6 +153,29 @@ struct RenderCancellationTests {
         }
     }
 
+    @Test("cancelling a WebP encode on the calling thread stops it at its next strip and throws taskCancelled")
+    func cancelledInlineWebPEncodeStops() async throws {
+        // 6400×4800: the frame for it is allocated whole (92 MB); the strips' upscale is what takes the time.
+        let noise = try Self.noise(width: 1600, height: 1200).vips.flattened(background: [255, 255, 255])
+        let big = try noise.resizedByLibvips(horizontal: 4, vertical: 4)
+        try #require(ImageEngines.preferred.webpSaveEngine(for: big) == .halcyon)
+        let queue = DispatchQueue(label: "test.webp")
+        let start = Self.processCPUTime()
+        let task = Task {
+            try await RenderCancellation.perform(on: .dispatch(queue)) { () throws(HalcyonError) -> Data in
+                try ImageEncoder.webp(big, quality: 75, lossless: false, engines: .preferred)
+            }
+        }
+        try await Self.waitForCPU(0.3, since: start)
+        task.cancel()
+        let used = try await Self.cpuAfterCancel()
+        #expect(used < 0.05, "the process used \(used) s of CPU between 100 and 500 ms after the cancel")
+        switch await task.result {
+        case .success: Issue.record("a cancelled encode returned data")
+        case .failure(let error): #expect((error as? HalcyonError)?.isTaskCancelled == true, "\(error)")
+        }
+    }
+
     /// The process burns no CPU 100 ms after a cancel, and the cancelled encode threw `taskCancelled`.
     static func expectEncodeStopped(_ result: Result<Data, any Error>) async throws {
         let used = try await cpuAfterCancel()

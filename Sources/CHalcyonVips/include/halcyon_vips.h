@@ -217,7 +217,18 @@ int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length);
 /** How many images hc_png_save_fast encoded on the calling thread (for tests). */
 unsigned long hc_png_save_count(void);
 int hc_gifsave(VipsImage *in, void **buffer, size_t *length);
+/* WebP has two encoders too; Swift chooses. */
+/** libvips' WebP saver, whatever the image. */
 int hc_webpsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);
+/** 1 when hc_webpsave_inline takes `in`: a still (one page), 8-bit, uncoded, sRGB image of 3 or 4 bands, at most
+ *  16383 pixels a side; else 0. */
+int hc_webpsave_takes(VipsImage *in);
+/** libwebp's encoding on the calling thread (halcyon_webpsave.c) of an image hc_webpsave_takes took, quality 0-100:
+ *  the bytes hc_webpsave writes for it, metadata included. 0 and a buffer for hc_free; -1 with libvips' error set for
+ *  any other image or quality (before rendering it), when cancelled, when rendering failed or when libwebp failed. */
+int hc_webpsave_inline(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);
+/** How many images hc_webpsave_inline encoded on the calling thread (for tests). */
+unsigned long hc_webp_save_count(void);
 /* AVIF has two encoders too; Swift chooses. */
 /** libvips' HEIF saver as AVIF at effort 0, whatever the image. */
 int hc_avifsave(VipsImage *in, int quality, int lossless, void **buffer, size_t *length);

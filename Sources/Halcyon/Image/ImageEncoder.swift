@@ -23,7 +23,7 @@ public enum ImageEncoder {
         case .gif:
             return try source.saved(as: format) { hc_gifsave($0, $1, $2) }
         case .webp(let quality, let lossless):
-            return try source.saved(as: format) { hc_webpsave($0, clamp(quality), lossless ? 1 : 0, $1, $2) }
+            return try webp(source, quality: clamp(quality), lossless: lossless)
         case .avif(let quality, let lossless):
             return try avif(source, quality: clamp(quality), lossless: lossless)
         case .tiff:
@@ -79,6 +79,20 @@ public enum ImageEncoder {
         case .libvips: return try image.saved(as: .jpeg) { hc_jpegsave($0, quality, scans, $1, $2) }
         }
     }
+
+    /// `image` as WebP by the encoder `engines` picks for it (``ImageEngines/webpSaveEngine(for:)``): libwebp on the
+    /// calling thread for still 8-bit sRGB images, libvips' saver for the rest (animations among them). Both write the
+    /// same bytes.
+    static func webp(_ image: VipsImageRef, quality: Int32, lossless: Bool, engines: ImageEngines = .current) throws(HalcyonError) -> Data {
+        let exact: Int32 = lossless ? 1 : 0
+        switch engines.webpSaveEngine(for: image) {
+        case .halcyon: return try image.saved(as: .webp) { hc_webpsave_inline($0, quality, exact, $1, $2) }
+        case .libvips: return try image.saved(as: .webp) { hc_webpsave($0, quality, exact, $1, $2) }
+        }
+    }
+
+    /// How many WebPs libwebp encoded on the calling thread (for tests).
+    static var inlineWebPCount: Int { Int(hc_webp_save_count()) }
 
     /// `image` as AVIF (effort 0) by the encoder `engines` picks for it (``ImageEngines/avifSaveEngine(for:)``): libheif
     /// on the calling thread, libaom on one thread, for still 8-bit sRGB images; libvips' saver for the rest. Both

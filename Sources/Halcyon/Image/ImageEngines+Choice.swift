@@ -27,6 +27,15 @@ extension ImageEngines {
         return takes ? .halcyon : .libvips
     }
 
+    /// The encoder that writes `image` as WebP: libwebp on the calling thread when the setting allows it and
+    /// `hc_webpsave_takes` takes the image (a still 8-bit sRGB image of 3 or 4 bands, at most 16383 pixels a side); else
+    /// libvips' saver.
+    func webpSaveEngine(for image: VipsImageRef) -> ImageEngine {
+        guard webpSave == .halcyon else { return .libvips }
+        let takes = withExtendedLifetime(image) { hc_webpsave_takes(image.pointer) == 1 }
+        return takes ? .halcyon : .libvips
+    }
+
     /// The encoder that writes `image` as AVIF: libheif on the calling thread when the setting allows it and
     /// `hc_avifsave_takes` takes the image (a still 8-bit sRGB image of 3 or 4 bands); else libvips' saver.
     func avifSaveEngine(for image: VipsImageRef) -> ImageEngine {

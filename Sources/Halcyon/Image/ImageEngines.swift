@@ -1,18 +1,19 @@
 import Foundation
 
 /// Which engine each step with an engine of Halcyon's own may use: the process-wide setting behind
-/// ``VipsImageRef/resized(horizontal:vertical:engines:)``, the PNG, JPEG and AVIF encoders and the shrinking PNG loader.
+/// ``VipsImageRef/resized(horizontal:vertical:engines:)``, the PNG, JPEG, WebP and AVIF encoders and the shrinking PNG
+/// loader.
 ///
 /// `.halcyon` for a step means Halcyon's engine runs wherever its C capability check takes the input
-/// (`hc_reduce_supports`, `hc_png_load_shrunk_takes`, `hc_pngsave_takes`, `hc_jpegsave_takes`, `hc_avifsave_takes`)
-/// and libvips runs everywhere else;
+/// (`hc_reduce_supports`, `hc_png_load_shrunk_takes`, `hc_pngsave_takes`, `hc_jpegsave_takes`, `hc_webpsave_takes`,
+/// `hc_avifsave_takes`) and libvips runs everywhere else;
 /// `.libvips` means libvips always runs. The choice itself is made in Swift (`ImageEngines+Choice.swift`);
 /// the C layer only offers each engine and its check.
 ///
 /// The default is ``preferred`` (Halcyon's engines where they apply). ``current`` is the process-wide
 /// setting: tests and benchmarks may set it, and it starts from the environment variable
 /// `HALCYON_LIBVIPS_ONLY`, read once, on first use: a comma-separated list of `reduce`, `png-load`,
-/// `png-save`, `jpeg-save`, `avif-save` or `all`, naming the steps that always run in libvips (for before/after comparisons).
+/// `png-save`, `jpeg-save`, `webp-save`, `avif-save` or `all`, naming the steps that always run in libvips (for before/after comparisons).
 package struct ImageEngines: Sendable, Hashable {
     /// The Lanczos-3 reduce: `halcyon_reduce.c`'s fixed-point reduce or `vips_resize`.
     package var reduce: ImageEngine
@@ -26,17 +27,21 @@ package struct ImageEngines: Sendable, Hashable {
     /// AVIF encoding: `halcyon_avifsave.c`'s libheif encoder on the calling thread, libaom on one thread, or libvips'
     /// saver, which encodes on its thread pool (libaom on 4 threads) while the caller waits. Both write the same bytes.
     package var avifSave: ImageEngine
+    /// WebP encoding: `halcyon_webpsave.c`'s libwebp encoder on the calling thread or libvips' saver, which encodes on
+    /// its thread pool while the caller waits. Both write the same bytes.
+    package var webpSave: ImageEngine
 
     /// The engines for each step; every step prefers Halcyon's engine unless told otherwise.
     package init(
         reduce: ImageEngine = .halcyon, pngLoad: ImageEngine = .halcyon, pngSave: ImageEngine = .halcyon,
-        jpegSave: ImageEngine = .halcyon, avifSave: ImageEngine = .halcyon
+        jpegSave: ImageEngine = .halcyon, avifSave: ImageEngine = .halcyon, webpSave: ImageEngine = .halcyon
     ) {
         self.reduce = reduce
         self.pngLoad = pngLoad
         self.pngSave = pngSave
         self.jpegSave = jpegSave
         self.avifSave = avifSave
+        self.webpSave = webpSave
     }
 
     /// Halcyon's engine for every step, wherever it takes the input: the default.
@@ -44,7 +49,7 @@ package struct ImageEngines: Sendable, Hashable {
 
     /// libvips for every step.
     package static let libvipsOnly = ImageEngines(
-        reduce: .libvips, pngLoad: .libvips, pngSave: .libvips, jpegSave: .libvips, avifSave: .libvips
+        reduce: .libvips, pngLoad: .libvips, pngSave: .libvips, jpegSave: .libvips, avifSave: .libvips, webpSave: .libvips
     )
 
     /// The environment variable ``current`` starts from.
@@ -68,13 +73,13 @@ package struct ImageEngines: Sendable, Hashable {
         let (engines, unknown) = parse(libvipsOnly: value)
         if !unknown.isEmpty {
             let names = unknown.joined(separator: ", ")
-            VipsRuntime.logger.warning("\(environmentVariable): unknown step(s) \(names) (use reduce, png-load, png-save, jpeg-save, avif-save or all)")
+            VipsRuntime.logger.warning("\(environmentVariable): unknown step(s) \(names) (use reduce, png-load, png-save, jpeg-save, webp-save, avif-save or all)")
         }
         return engines
     }
 
-    /// ``preferred`` with the steps in `list` (comma-separated `reduce`, `png-load`, `png-save`, `jpeg-save`, `avif-save`,
-    /// `all`; case and
+    /// ``preferred`` with the steps in `list` (comma-separated `reduce`, `png-load`, `png-save`, `jpeg-save`, `webp-save`,
+    /// `avif-save`, `all`; case and
     /// spaces ignored) given to libvips, and the names it did not know.
     static func parse(libvipsOnly list: String) -> (engines: ImageEngines, unknown: [String]) {
         var engines = ImageEngines.preferred
@@ -87,6 +92,7 @@ package struct ImageEngines: Sendable, Hashable {
             case "png-save": engines.pngSave = .libvips
             case "jpeg-save": engines.jpegSave = .libvips
             case "avif-save": engines.avifSave = .libvips
+            case "webp-save": engines.webpSave = .libvips
             case "all": engines = .libvipsOnly
             default: unknown.append(name)
             }

@@ -1,0 +1,157 @@
+/*
+ * WebP encoding on the calling thread, for a still 8-bit sRGB image of 3 or 4 bands, at most 16383 pixels a side:
+ * what hc_webpsave_takes says, which Swift asks before choosing this encoder or libvips' saver (ImageEngines).
+ * libvips' saver renders the image through its thread pool and has libwebp encode it on a pool thread while the
+ * calling thread waits; here the rows are rendered in strips on the calling thread into one frame, which libwebp
+ * encodes there.
+ *
+ * The file is libvips 8.14's saver's for the same call (hc_webpsave): libwebp's default preset at the quality, or
+ * lossless at it, alpha quality 100, method 4 (libvips' effort 4); then the stream goes through libwebp's mux with the
+ * ICC profile, the EXIF block libvips rebuilds from the image's fields (vips__exif_update, run on a copy so the
+ * caller's image is untouched) and the XMP, as chunks, as libvips adds them. Strips are rendered through the
+ * cancellation guard, so a triggered cancellation fails the encode at the next strip.
+ */
+#include "halcyon_cancel.h"
+#include "halcyon_vips.h"
+
+#include <string.h>
+#include <webp/encode.h>
+#include <webp/mux.h>
+
+/* libvips' rebuild of the "exif-data" blob from the image's fields (exported, declared in a private header). */
+int vips__exif_update(VipsImage *image);
+
+#define HC_WEBP_STRIP 64
+#define HC_WEBP_MAX_SIDE 16383
+
+static _Thread_local unsigned long hc_webpsave_runs;
+
+unsigned long hc_webp_save_count(void) { return hc_webpsave_runs; }
+
+int hc_webpsave_takes(VipsImage *in) {
+    int bands = vips_image_get_bands(in);
+    return vips_image_get_format(in) == VIPS_FORMAT_UCHAR && in->Coding == VIPS_CODING_NONE &&
+           vips_image_get_interpretation(in) == VIPS_INTERPRETATION_sRGB && (bands == 3 || bands == 4) &&
+           vips_image_get_page_height(in) == in->Ysize && in->Xsize <= HC_WEBP_MAX_SIDE &&
+           in->Ysize <= HC_WEBP_MAX_SIDE;
+}
+
+/* The image rendered in strips on this thread into one contiguous frame; NULL (libvips' error set) on failure. */
+static unsigned char *hc_webp_frame(VipsImage *guarded) {
+    size_t row = (size_t)VIPS_IMAGE_SIZEOF_LINE(guarded);
+    unsigned char *frame = g_try_malloc(row * (size_t)guarded->Ysize);
+    if (frame == NULL) {
+        vips_error("hc_webpsave", "%s", "out of memory");
+        return NULL;
+    }
+    VipsRegion *region = vips_region_new(guarded);
+    for (int top = 0; top < guarded->Ysize; top += HC_WEBP_STRIP) {
+        VipsRect strip = {0, top, guarded->Xsize, VIPS_MIN(HC_WEBP_STRIP, guarded->Ysize - top)};
+        if (vips_region_prepare(region, &strip) != 0) {
+            g_object_unref(region);
+            g_free(frame);
+            return NULL;
+        }
+        for (int y = top; y < top + strip.height; y++) {
+            memcpy(frame + (size_t)y * row, VIPS_REGION_ADDR(region, 0, y), row);
+        }
+    }
+    g_object_unref(region);
+    return frame;
+}
+
+/* libwebp's encoding of `frame` with libvips' settings into `writer`; 0, or -1 with libvips' error set. */
+static int hc_webp_encode(VipsImage *in, const unsigned char *frame, int quality, int lossless, WebPMemoryWriter *writer) {
+    WebPConfig config;
+    if (!WebPConfigInit(&config) || (!lossless && !WebPConfigPreset(&config, WEBP_PRESET_DEFAULT, (float)quality))) {
+        vips_error("hc_webpsave", "%s", "config version error");
+        return -1;
+    }
+    config.lossless = lossless;
+    config.alpha_quality = 100;
+    config.method = 4;
+    if (lossless) {
+        config.quality = (float)quality;
+    }
+    WebPPicture picture;
+    if (!WebPValidateConfig(&config) || !WebPPictureInit(&picture)) {
+        vips_error("hc_webpsave", "%s", "invalid configuration");
+        return -1;
+    }
+    picture.writer = WebPMemoryWrite;
+    picture.custom_ptr = writer;
+    picture.use_argb = lossless;
+    picture.width = in->Xsize;
+    picture.height = in->Ysize;
+    int stride = in->Xsize * in->Bands;
+    int imported = in->Bands == 4 ? WebPPictureImportRGBA(&picture, frame, stride) : WebPPictureImportRGB(&picture, frame, stride);
+    int encoded = imported && WebPEncode(&config, &picture);
+    WebPPictureFree(&picture);
+    if (!encoded) {
+        vips_error("hc_webpsave", "%s", imported ? "unable to encode" : "picture memory error");
+        return -1;
+    }
+    return 0;
+}
+
+/* The stream with libvips' chunks (ICC profile, rebuilt EXIF, XMP) through libwebp's mux, into `file`. */
+static int hc_webp_assemble(VipsImage *copy, const WebPMemoryWriter *writer, WebPData *file) {
+    static const char *const fields[3][2] = {{VIPS_META_ICC_NAME, "ICCP"}, {VIPS_META_EXIF_NAME, "EXIF"},
+                                             {VIPS_META_XMP_NAME, "XMP "}};
+    WebPData stream = {writer->mem, writer->size};
+    WebPMux *mux = WebPMuxCreate(&stream, 1);
+    int result = mux != NULL && vips__exif_update(copy) == 0 ? 0 : -1;
+    for (int i = 0; i < 3 && result == 0; i++) {
+        const void *data;
+        size_t length;
+        if (vips_image_get_typeof(copy, fields[i][0])) {
+            WebPData chunk = {NULL, 0};
+            result = vips_image_get_blob(copy, fields[i][0], &data, &length);
+            chunk.bytes = data;
+            chunk.size = length;
+            if (result == 0 && WebPMuxSetChunk(mux, fields[i][1], &chunk, 1) != WEBP_MUX_OK) {
+                result = -1;
+            }
+        }
+    }
+    if (result == 0 && WebPMuxAssemble(mux, file) != WEBP_MUX_OK) {
+        result = -1;
+    }
+    WebPMuxDelete(mux);
+    if (result != 0) {
+        vips_error("hc_webpsave", "%s", "mux error");
+    }
+    return result;
+}
+
+int hc_webpsave_inline(VipsImage *in, int quality, int lossless, void **buffer, size_t *length) {
+    if (!hc_webpsave_takes(in) || quality < 0 || quality > 100) {
+        vips_error("hc_webpsave", "%s", "the image or quality is not one this encoder takes");
+        return -1;
+    }
+    VipsImage *guarded = hc_cancel_guard(in);
+    unsigned char *frame = hc_webp_frame(guarded);
+    g_object_unref(guarded);
+    VipsImage *copy = NULL;
+    if (frame == NULL || vips_copy(in, &copy, NULL) != 0) {
+        g_free(frame);
+        return -1;
+    }
+    WebPMemoryWriter writer;
+    WebPMemoryWriterInit(&writer);
+    WebPData file = {NULL, 0};
+    int result = hc_webp_encode(in, frame, quality, lossless ? 1 : 0, &writer);
+    g_free(frame);
+    if (result == 0) {
+        result = hc_webp_assemble(copy, &writer, &file);
+    }
+    WebPMemoryWriterClear(&writer);
+    g_object_unref(copy);
+    if (result == 0) {
+        *buffer = g_memdup2(file.bytes, file.size);
+        *length = file.size;
+        hc_webpsave_runs++;
+    }
+    WebPDataClear(&file);
+    return result;
+}
