@@ -105,74 +105,38 @@ struct RenderCancellationTests {
         try await Self.expectEncodeStopped(result)
     }
 
-    @Test("cancelling a JPEG encode on the calling thread stops it at its next strip and throws taskCancelled")
-    func cancelledInlineJPEGEncodeStops() async throws {
-        // A lazy 6× Lanczos upscale (9600×7200): each strip costs CPU, so the encode runs for seconds, long past the cancel.
+    /// The encoders on the calling thread, each with the upscale it is cancelled in.
+    static let inlineEncoders: [(name: String, scale: Double, encode: @Sendable (VipsImageRef) throws(HalcyonError) -> Data)] = [
+        ("JPEG", 6, { image throws(HalcyonError) in try ImageEncoder.jpeg(image, quality: 80, progressive: false, engines: .preferred) }),
+        ("WebP", 4, { image throws(HalcyonError) in try ImageEncoder.webp(image, quality: 75, lossless: false, engines: .preferred) }),
+        ("AVIF", 4, { image throws(HalcyonError) in try ImageEncoder.avif(image, quality: 65, lossless: false, engines: .preferred) }),
+    ]
+
+    @Test("cancelling an encode on the calling thread (JPEG, WebP, AVIF) stops it at its next strip and throws taskCancelled",
+          arguments: [0, 1, 2])
+    func cancelledInlineEncodeStops(encoder: Int) async throws {
+        let (name, scale, encode) = Self.inlineEncoders[encoder]
+        if name == "AVIF", !ImageEncoder.canEncodeAVIF { return }
+        // A lazy Lanczos upscale (9600×7200 or 6400×4800): each strip costs CPU, so the encode runs for seconds, long
+        // past the cancel. WebP's frame and AVIF's plane are allocated whole (92 MB), hence their smaller scale.
         let noise = try Self.noise(width: 1600, height: 1200).vips.flattened(background: [255, 255, 255])
-        let big = try noise.resizedByLibvips(horizontal: 6, vertical: 6)
-        try #require(ImageEngines.preferred.jpegSaveEngine(for: big) == .halcyon)
-        let queue = DispatchQueue(label: "test.jpeg")
+        let big = try noise.resizedByLibvips(horizontal: scale, vertical: scale)
+        let engines = ImageEngines.preferred
+        let chosen = [engines.jpegSaveEngine(for: big), engines.webpSaveEngine(for: big), engines.avifSaveEngine(for: big)]
+        try #require(chosen[encoder] == .halcyon, "\(name): the encoder on the calling thread takes the image")
+        let queue = DispatchQueue(label: "test.\(name)")
         let start = Self.processCPUTime()
         let task = Task {
-            try await RenderCancellation.perform(on: .dispatch(queue)) { () throws(HalcyonError) -> Data in
-                try ImageEncoder.jpeg(big, quality: 80, progressive: false, engines: .preferred)
-            }
+            try await RenderCancellation.perform(on: .dispatch(queue)) { () throws(HalcyonError) -> Data in try encode(big) }
         }
         try await Self.waitForCPU(0.3, since: start)
         task.cancel()
         // Measured while the task may still run: an encode that ignored the cancel would go on for seconds.
         let used = try await Self.cpuAfterCancel()
-        #expect(used < 0.05, "the process used \(used) s of CPU between 100 and 500 ms after the cancel")
+        #expect(used < 0.05, "\(name): the process used \(used) s of CPU between 100 and 500 ms after the cancel")
         switch await task.result {
-        case .success: Issue.record("a cancelled encode returned data")
-        case .failure(let error): #expect((error as? HalcyonError)?.isTaskCancelled == true, "\(error)")
-        }
-    }
-
-    @Test("cancelling an AVIF encode on the calling thread stops it at its next strip and throws taskCancelled",
-          .enabled(if: ImageEncoder.canEncodeAVIF))
-    func cancelledInlineAVIFEncodeStops() async throws {
-        // 6400×4800: libheif's plane for it is allocated whole (92 MB); the strips' upscale is what takes the time.
-        let noise = try Self.noise(width: 1600, height: 1200).vips.flattened(background: [255, 255, 255])
-        let big = try noise.resizedByLibvips(horizontal: 4, vertical: 4)
-        try #require(ImageEngines.preferred.avifSaveEngine(for: big) == .halcyon)
-        let queue = DispatchQueue(label: "test.avif")
-        let start = Self.processCPUTime()
-        let task = Task {
-            try await RenderCancellation.perform(on: .dispatch(queue)) { () throws(HalcyonError) -> Data in
-                try ImageEncoder.avif(big, quality: 65, lossless: false, engines: .preferred)
-            }
-        }
-        try await Self.waitForCPU(0.3, since: start)
-        task.cancel()
-        let used = try await Self.cpuAfterCancel()
-        #expect(used < 0.05, "the process used \(used) s of CPU between 100 and 500 ms after the cancel")
-        switch await task.result {
-        case .success: Issue.record("a cancelled encode returned data")
-        case .failure(let error): #expect((error as? HalcyonError)?.isTaskCancelled == true, "\(error)")
-        }
-    }
-
-    @Test("cancelling a WebP encode on the calling thread stops it at its next strip and throws taskCancelled")
-    func cancelledInlineWebPEncodeStops() async throws {
-        // 6400×4800: the frame for it is allocated whole (92 MB); the strips' upscale is what takes the time.
-        let noise = try Self.noise(width: 1600, height: 1200).vips.flattened(background: [255, 255, 255])
-        let big = try noise.resizedByLibvips(horizontal: 4, vertical: 4)
-        try #require(ImageEngines.preferred.webpSaveEngine(for: big) == .halcyon)
-        let queue = DispatchQueue(label: "test.webp")
-        let start = Self.processCPUTime()
-        let task = Task {
-            try await RenderCancellation.perform(on: .dispatch(queue)) { () throws(HalcyonError) -> Data in
-                try ImageEncoder.webp(big, quality: 75, lossless: false, engines: .preferred)
-            }
-        }
-        try await Self.waitForCPU(0.3, since: start)
-        task.cancel()
-        let used = try await Self.cpuAfterCancel()
-        #expect(used < 0.05, "the process used \(used) s of CPU between 100 and 500 ms after the cancel")
-        switch await task.result {
-        case .success: Issue.record("a cancelled encode returned data")
-        case .failure(let error): #expect((error as? HalcyonError)?.isTaskCancelled == true, "\(error)")
+        case .success: Issue.record("\(name): a cancelled encode returned data")
+        case .failure(let error): #expect((error as? HalcyonError)?.isTaskCancelled == true, "\(name): \(error)")
         }
     }
 

@@ -73,22 +73,16 @@ public enum ImageEncoder {
     /// `image` as JPEG by the encoder `engines` picks for it (``ImageEngines/jpegSaveEngine(for:)``): libjpeg on the
     /// calling thread for 8-bit sRGB and grey images, libvips' saver for the rest. Both write the same bytes.
     static func jpeg(_ image: VipsImageRef, quality: Int32, progressive: Bool, engines: ImageEngines = .current) throws(HalcyonError) -> Data {
-        let scans: Int32 = progressive ? 1 : 0
-        switch engines.jpegSaveEngine(for: image) {
-        case .halcyon: return try image.saved(as: .jpeg) { hc_jpegsave_inline($0, quality, scans, $1, $2) }
-        case .libvips: return try image.saved(as: .jpeg) { hc_jpegsave($0, quality, scans, $1, $2) }
-        }
+        try image.saved(as: .jpeg, quality: quality, flag: progressive, by: engines.jpegSaveEngine(for: image),
+                        inline: hc_jpegsave_inline, libvips: hc_jpegsave)
     }
 
     /// `image` as WebP by the encoder `engines` picks for it (``ImageEngines/webpSaveEngine(for:)``): libwebp on the
     /// calling thread for still 8-bit sRGB images, libvips' saver for the rest (animations among them). Both write the
     /// same bytes.
     static func webp(_ image: VipsImageRef, quality: Int32, lossless: Bool, engines: ImageEngines = .current) throws(HalcyonError) -> Data {
-        let exact: Int32 = lossless ? 1 : 0
-        switch engines.webpSaveEngine(for: image) {
-        case .halcyon: return try image.saved(as: .webp) { hc_webpsave_inline($0, quality, exact, $1, $2) }
-        case .libvips: return try image.saved(as: .webp) { hc_webpsave($0, quality, exact, $1, $2) }
-        }
+        try image.saved(as: .webp, quality: quality, flag: lossless, by: engines.webpSaveEngine(for: image),
+                        inline: hc_webpsave_inline, libvips: hc_webpsave)
     }
 
     /// How many WebPs libwebp encoded on the calling thread (for tests).
@@ -98,11 +92,8 @@ public enum ImageEncoder {
     /// on the calling thread, libaom on one thread, for still 8-bit sRGB images; libvips' saver for the rest. Both
     /// write the same bytes.
     static func avif(_ image: VipsImageRef, quality: Int32, lossless: Bool, engines: ImageEngines = .current) throws(HalcyonError) -> Data {
-        let exact: Int32 = lossless ? 1 : 0
-        switch engines.avifSaveEngine(for: image) {
-        case .halcyon: return try image.saved(as: .avif) { hc_avifsave_inline($0, quality, exact, $1, $2) }
-        case .libvips: return try image.saved(as: .avif) { hc_avifsave($0, quality, exact, $1, $2) }
-        }
+        try image.saved(as: .avif, quality: quality, flag: lossless, by: engines.avifSaveEngine(for: image),
+                        inline: hc_avifsave_inline, libvips: hc_avifsave)
     }
 
     /// How many AVIFs libheif encoded on the calling thread (for tests).
@@ -121,5 +112,21 @@ extension Image {
     /// Encodes this image; see ``ImageEncoder/encode(_:as:)``.
     public func encoded(as encoding: ImageEncodingFormat) throws(HalcyonError) -> Data {
         try ImageEncoder.encode(self, as: encoding)
+    }
+}
+
+extension VipsImageRef {
+    /// A saver's C entry point: the image, the quality, a flag (progressive or lossless), then the buffer and length.
+    typealias Saver = @convention(c) (
+        UnsafeMutablePointer<VipsImage>?, Int32, Int32, UnsafeMutablePointer<UnsafeMutableRawPointer?>?, UnsafeMutablePointer<Int>?
+    ) -> Int32
+
+    /// This image saved by `inline` (Halcyon's encoder on the calling thread) or `libvips`, as `engine` says.
+    func saved(
+        as format: ImageFormat, quality: Int32, flag: Bool, by engine: ImageEngine, inline: Saver, libvips: Saver
+    ) throws(HalcyonError) -> Data {
+        let saver = engine == .halcyon ? inline : libvips
+        let value: Int32 = flag ? 1 : 0
+        return try saved(as: format) { saver($0, quality, value, $1, $2) }
     }
 }
