@@ -1,9 +1,11 @@
 import CHalcyonVips
 import Foundation
 
-/// Encodes an ``Image`` with libvips.
+/// Encodes an ``Image`` with libvips' savers, or with Halcyon's own encoders where they take the image.
 ///
-/// GIF and WebP keep every frame of an animation with its delays and loop
+/// PNG (libdeflate), JPEG (libjpeg), WebP (libwebp) and AVIF (libheif, libaom on one thread) of plain 8-bit images
+/// are encoded on the calling thread by Halcyon's encoders, which write the bytes libvips' savers would; libvips'
+/// savers compress on libvips' thread pool while the calling thread waits. GIF and WebP keep every frame of an animation with its delays and loop
 /// count; formats without animation get the first frame. JPEG has no alpha, so
 /// transparent pixels are flattened onto white. Failures are
 /// `HalcyonError.processorError(.encodeFailed)`.

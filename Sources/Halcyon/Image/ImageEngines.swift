@@ -13,7 +13,8 @@ import Foundation
 /// The default is ``preferred`` (Halcyon's engines where they apply). ``current`` is the process-wide
 /// setting: tests and benchmarks may set it, and it starts from the environment variable
 /// `HALCYON_LIBVIPS_ONLY`, read once, on first use: a comma-separated list of `reduce`, `png-load`,
-/// `png-save`, `jpeg-save`, `webp-save`, `avif-save` or `all`, naming the steps that always run in libvips (for before/after comparisons).
+/// `png-save`, `jpeg-save`, `webp-save`, `avif-save` or `all`, naming the steps that always run in libvips (for
+/// before/after comparisons).
 package struct ImageEngines: Sendable, Hashable {
     /// The Lanczos-3 reduce: `halcyon_reduce.c`'s fixed-point reduce or `vips_resize`.
     package var reduce: ImageEngine
