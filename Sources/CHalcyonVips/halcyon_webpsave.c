@@ -2,16 +2,15 @@
  * WebP encoding on the calling thread, for a still 8-bit sRGB image of 3 or 4 bands, at most 16383 pixels a side:
  * what hc_webpsave_takes says, which Swift asks before choosing this encoder or libvips' saver (ImageEngines).
  * libvips' saver renders the image through its thread pool and has libwebp encode it on a pool thread while the
- * calling thread waits; here the rows are rendered in strips on the calling thread into one frame, which libwebp
- * encodes there.
+ * calling thread waits; here the rows are rendered in strips on the calling thread into one frame in memory (as a
+ * decode is, by hc_decode_to_memory), which libwebp encodes there.
  *
  * The file is libvips 8.14's saver's for the same call (hc_webpsave): libwebp's default preset at the quality, or
  * lossless at it, alpha quality 100, method 4 (libvips' effort 4); then the stream goes through libwebp's mux with the
  * ICC profile, the EXIF block libvips rebuilds from the image's fields (vips__exif_update, run on a copy so the
- * caller's image is untouched) and the XMP, as chunks, as libvips adds them. Strips are rendered through the
- * cancellation guard, so a triggered cancellation fails the encode at the next strip.
+ * caller's image is untouched) and the XMP, as chunks, as libvips adds them. The calling thread's cancellation is
+ * looked at between strips, so a triggered cancellation fails the encode at the next strip.
  */
-#include "halcyon_cancel.h"
 #include "halcyon_vips.h"
 
 #include <string.h>
@@ -21,7 +20,6 @@
 /* libvips' rebuild of the "exif-data" blob from the image's fields (exported, declared in a private header). */
 int vips__exif_update(VipsImage *image);
 
-#define HC_WEBP_STRIP 64
 #define HC_WEBP_MAX_SIDE 16383
 
 static _Thread_local unsigned long hc_webpsave_runs;
@@ -34,30 +32,6 @@ int hc_webpsave_takes(VipsImage *in) {
            vips_image_get_interpretation(in) == VIPS_INTERPRETATION_sRGB && (bands == 3 || bands == 4) &&
            vips_image_get_page_height(in) == in->Ysize && in->Xsize <= HC_WEBP_MAX_SIDE &&
            in->Ysize <= HC_WEBP_MAX_SIDE;
-}
-
-/* The image rendered in strips on this thread into one contiguous frame; NULL (libvips' error set) on failure. */
-static unsigned char *hc_webp_frame(VipsImage *guarded) {
-    size_t row = (size_t)VIPS_IMAGE_SIZEOF_LINE(guarded);
-    unsigned char *frame = g_try_malloc(row * (size_t)guarded->Ysize);
-    if (frame == NULL) {
-        vips_error("hc_webpsave", "%s", "out of memory");
-        return NULL;
-    }
-    VipsRegion *region = vips_region_new(guarded);
-    for (int top = 0; top < guarded->Ysize; top += HC_WEBP_STRIP) {
-        VipsRect strip = {0, top, guarded->Xsize, VIPS_MIN(HC_WEBP_STRIP, guarded->Ysize - top)};
-        if (vips_region_prepare(region, &strip) != 0) {
-            g_object_unref(region);
-            g_free(frame);
-            return NULL;
-        }
-        for (int y = top; y < top + strip.height; y++) {
-            memcpy(frame + (size_t)y * row, VIPS_REGION_ADDR(region, 0, y), row);
-        }
-    }
-    g_object_unref(region);
-    return frame;
 }
 
 /* libwebp's encoding of `frame` with libvips' settings into `writer`; 0, or -1 with libvips' error set. */
@@ -129,19 +103,19 @@ int hc_webpsave_inline(VipsImage *in, int quality, int lossless, void **buffer, 
         vips_error("hc_webpsave", "%s", "the image or quality is not one this encoder takes");
         return -1;
     }
-    VipsImage *guarded = hc_cancel_guard(in);
-    unsigned char *frame = hc_webp_frame(guarded);
-    g_object_unref(guarded);
+    /* The frame: the image rendered in strips on this thread into memory, the current cancellation looked at
+     * between strips (hc_decode_to_memory). */
+    VipsImage *frame = NULL;
     VipsImage *copy = NULL;
-    if (frame == NULL || vips_copy(in, &copy, NULL) != 0) {
-        g_free(frame);
+    if (hc_decode_to_memory(in, &frame) != 0 || vips_copy(in, &copy, NULL) != 0) {
+        VIPS_UNREF(frame);
         return -1;
     }
     WebPMemoryWriter writer;
     WebPMemoryWriterInit(&writer);
     WebPData file = {NULL, 0};
-    int result = hc_webp_encode(in, frame, quality, lossless ? 1 : 0, &writer);
-    g_free(frame);
+    int result = hc_webp_encode(in, VIPS_IMAGE_ADDR(frame, 0, 0), quality, lossless ? 1 : 0, &writer);
+    g_object_unref(frame);
     if (result == 0) {
         result = hc_webp_assemble(copy, &writer, &file);
     }
