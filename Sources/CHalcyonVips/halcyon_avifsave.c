@@ -13,13 +13,11 @@
  * through the cancellation guard, so a triggered cancellation fails the encode at the next strip.
  */
 #include "halcyon_cancel.h"
+#include "halcyon_savers.h"
 #include "halcyon_vips.h"
 
 #include <libheif/heif.h>
 #include <string.h>
-
-/* libvips' rebuild of the "exif-data" blob from the image's fields (exported, declared in a private header). */
-int vips__exif_update(VipsImage *image);
 
 #define HC_AVIF_STRIP 64
 
@@ -28,10 +26,7 @@ static _Thread_local unsigned long hc_avifsave_runs;
 unsigned long hc_avif_save_count(void) { return hc_avifsave_runs; }
 
 int hc_avifsave_takes(VipsImage *in) {
-    int bands = vips_image_get_bands(in);
-    return vips_image_get_format(in) == VIPS_FORMAT_UCHAR && in->Coding == VIPS_CODING_NONE &&
-           vips_image_get_interpretation(in) == VIPS_INTERPRETATION_sRGB && (bands == 3 || bands == 4) &&
-           vips_image_get_page_height(in) == in->Ysize && !vips_image_get_typeof(in, "heif-primary");
+    return hc_saver_takes_rgb8(in) && !vips_image_get_typeof(in, "heif-primary");
 }
 
 /* What hc_avifsave_inline holds; released whatever happened. */
@@ -86,6 +81,22 @@ static int hc_avif_encoder(hc_avif_work *work, int quality, int lossless) {
     return hc_avif_parameter(speed) || hc_avif_parameter(chroma) || hc_avif_parameter(threads) ? -1 : 0;
 }
 
+/* Where hc_avif_strip copies rows to. */
+typedef struct {
+    uint8_t *plane;
+    size_t stride;
+    size_t row;
+} hc_avif_plane;
+
+/* Copies a strip's rows into libheif's interleaved plane (`context`). */
+static int hc_avif_strip(VipsRegion *region, const VipsRect *strip, void *context) {
+    hc_avif_plane *target = context;
+    for (int y = strip->top; y < VIPS_RECT_BOTTOM(strip); y++) {
+        memcpy(target->plane + (size_t)y * target->stride, VIPS_REGION_ADDR(region, 0, y), target->row);
+    }
+    return 0;
+}
+
 /* The image's rows, rendered in strips on this thread, copied into libheif's interleaved plane. */
 static int hc_avif_pixels(hc_avif_work *work, VipsImage *in) {
     int alpha = in->Bands == 4;
@@ -97,17 +108,8 @@ static int hc_avif_pixels(hc_avif_work *work, VipsImage *in) {
     }
     int stride = 0;
     uint8_t *plane = heif_image_get_plane(work->image, heif_channel_interleaved, &stride);
-    size_t row = (size_t)VIPS_IMAGE_SIZEOF_LINE(in);
-    for (int top = 0; top < in->Ysize; top += HC_AVIF_STRIP) {
-        VipsRect strip = {0, top, in->Xsize, VIPS_MIN(HC_AVIF_STRIP, in->Ysize - top)};
-        if (vips_region_prepare(work->region, &strip) != 0) {
-            return -1;
-        }
-        for (int y = top; y < top + strip.height; y++) {
-            memcpy(plane + (size_t)y * (size_t)stride, VIPS_REGION_ADDR(work->region, 0, y), row);
-        }
-    }
-    return 0;
+    hc_avif_plane target = {plane, (size_t)stride, (size_t)VIPS_IMAGE_SIZEOF_LINE(in)};
+    return hc_render_strips(work->region, HC_AVIF_STRIP, hc_avif_strip, &target);
 }
 
 /* The ICC profile before the encode; the encode; then the rebuilt EXIF block and the XMP, as libvips attaches them. */

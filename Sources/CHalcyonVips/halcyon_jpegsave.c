@@ -12,6 +12,7 @@
  * rendered through the cancellation guard, so a triggered cancellation fails the encode at the next strip.
  */
 #include "halcyon_cancel.h"
+#include "halcyon_savers.h"
 #include "halcyon_vips.h"
 
 #include <jpeglib.h>
@@ -19,10 +20,6 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
-
-/* libvips' rebuild of the "exif-data" blob from the image's exif fields, resolution and size. libvips exports it
- * but declares it in a private header; its saver runs it on the image it writes. */
-int vips__exif_update(VipsImage *image);
 
 #define HC_JPEG_STRIP 64
 #define HC_JPEG_MAX_SIDE 65500
@@ -207,21 +204,13 @@ static void hc_jpeg_settings(j_compress_ptr cinfo, VipsImage *in, int quality, i
     cinfo->write_JFIF_header = FALSE;
 }
 
-/* Renders the region's image in strips on this thread and hands the rows to libjpeg; -1 when a strip fails. */
-static int hc_jpeg_rows(j_compress_ptr cinfo, VipsRegion *region) {
-    VipsImage *image = region->im;
+/* Hands a strip's rows to libjpeg (`context`). */
+static int hc_jpeg_strip(VipsRegion *region, const VipsRect *strip, void *context) {
     JSAMPROW rows[HC_JPEG_STRIP];
-    for (int top = 0; top < image->Ysize; top += HC_JPEG_STRIP) {
-        int height = VIPS_MIN(HC_JPEG_STRIP, image->Ysize - top);
-        VipsRect strip = {0, top, image->Xsize, height};
-        if (vips_region_prepare(region, &strip) != 0) {
-            return -1;
-        }
-        for (int y = 0; y < height; y++) {
-            rows[y] = (JSAMPROW)VIPS_REGION_ADDR(region, 0, top + y);
-        }
-        jpeg_write_scanlines(cinfo, rows, (JDIMENSION)height);
+    for (int y = 0; y < strip->height; y++) {
+        rows[y] = (JSAMPROW)VIPS_REGION_ADDR(region, 0, strip->top + y);
     }
+    jpeg_write_scanlines((j_compress_ptr)context, rows, (JDIMENSION)strip->height);
     return 0;
 }
 
@@ -272,7 +261,7 @@ int hc_jpegsave_inline(VipsImage *in, int quality, int progressive, void **buffe
         result = hc_jpeg_markers(&cinfo, work->copy);
     }
     if (result == 0) {
-        result = hc_jpeg_rows(&cinfo, work->region);
+        result = hc_render_strips(work->region, HC_JPEG_STRIP, hc_jpeg_strip, &cinfo);
     }
     if (result == 0) {
         jpeg_finish_compress(&cinfo);

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
+#include "halcyon_savers.h"
 
 #include <stdlib.h>
 #include <vips/vector.h>
@@ -205,6 +206,31 @@ int hc_copy_memory(VipsImage *in, VipsImage **out) {
     return 0;
 }
 
+int hc_render_strips(VipsRegion *region, int rows, hc_strip_sink sink, void *context) {
+    VipsImage *image = region->im;
+    for (int top = 0; top < image->Ysize; top += rows) {
+        if (hc_cancel_current_triggered()) {
+            vips_error("halcyon", "%s", "cancelled");
+            return -1;
+        }
+        VipsRect strip = {0, top, image->Xsize, VIPS_MIN(rows, image->Ysize - top)};
+        if (vips_region_prepare(region, &strip) != 0 || sink(region, &strip, context) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Writes a strip's rows into the memory image `context`. */
+static int hc_write_strip(VipsRegion *region, const VipsRect *strip, void *context) {
+    for (int y = strip->top; y < VIPS_RECT_BOTTOM(strip); y++) {
+        if (vips_image_write_line((VipsImage *)context, y, VIPS_REGION_ADDR(region, 0, y)) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Decoding renders strips in the calling thread rather than through libvips'
  * thread pool. When a loader fails part way (truncated or corrupt data),
  * libvips' tile cache blacks out the failed tile and asks the pool to stop;
@@ -215,7 +241,6 @@ int hc_copy_memory(VipsImage *in, VipsImage **out) {
  * decode on one thread anyway; only the cheap steps after them lose
  * parallelism. */
 int hc_decode_to_memory(VipsImage *in, VipsImage **out) {
-    const int strip = 64;
     VipsImage *image = vips_image_new_memory();
     if (vips_image_pipelinev(image, VIPS_DEMAND_STYLE_THINSTRIP, in, NULL) != 0 ||
         vips_image_write_prepare(image) != 0) {
@@ -223,30 +248,12 @@ int hc_decode_to_memory(VipsImage *in, VipsImage **out) {
         return -1;
     }
     VipsRegion *region = vips_region_new(in);
-    int width = vips_image_get_width(in);
-    int height = vips_image_get_height(in);
-    for (int top = 0; top < height; top += strip) {
-        if (hc_cancel_current_triggered()) {
-            vips_error("halcyon", "%s", "cancelled");
-            g_object_unref(region);
-            g_object_unref(image);
-            return -1;
-        }
-        VipsRect rect = {0, top, width, height - top < strip ? height - top : strip};
-        if (vips_region_prepare(region, &rect) != 0) {
-            g_object_unref(region);
-            g_object_unref(image);
-            return -1;
-        }
-        for (int y = top; y < top + rect.height; y++) {
-            if (vips_image_write_line(image, y, VIPS_REGION_ADDR(region, 0, y)) != 0) {
-                g_object_unref(region);
-                g_object_unref(image);
-                return -1;
-            }
-        }
-    }
+    int result = hc_render_strips(region, 64, hc_write_strip, image);
     g_object_unref(region);
+    if (result != 0) {
+        g_object_unref(image);
+        return -1;
+    }
     *out = image;
     return 0;
 }

@@ -11,14 +11,12 @@
  * caller's image is untouched) and the XMP, as chunks, as libvips adds them. The calling thread's cancellation is
  * looked at between strips, so a triggered cancellation fails the encode at the next strip.
  */
+#include "halcyon_savers.h"
 #include "halcyon_vips.h"
 
 #include <string.h>
 #include <webp/encode.h>
 #include <webp/mux.h>
-
-/* libvips' rebuild of the "exif-data" blob from the image's fields (exported, declared in a private header). */
-int vips__exif_update(VipsImage *image);
 
 #define HC_WEBP_MAX_SIDE 16383
 
@@ -27,11 +25,7 @@ static _Thread_local unsigned long hc_webpsave_runs;
 unsigned long hc_webp_save_count(void) { return hc_webpsave_runs; }
 
 int hc_webpsave_takes(VipsImage *in) {
-    int bands = vips_image_get_bands(in);
-    return vips_image_get_format(in) == VIPS_FORMAT_UCHAR && in->Coding == VIPS_CODING_NONE &&
-           vips_image_get_interpretation(in) == VIPS_INTERPRETATION_sRGB && (bands == 3 || bands == 4) &&
-           vips_image_get_page_height(in) == in->Ysize && in->Xsize <= HC_WEBP_MAX_SIDE &&
-           in->Ysize <= HC_WEBP_MAX_SIDE;
+    return hc_saver_takes_rgb8(in) && in->Xsize <= HC_WEBP_MAX_SIDE && in->Ysize <= HC_WEBP_MAX_SIDE;
 }
 
 /* libwebp's encoding of `frame` with libvips' settings into `writer`; 0, or -1 with libvips' error set. */
