@@ -77,7 +77,7 @@ struct WorkQueueExecutorTests {
         }
         try await RenderCancellationTests.waitForCPU(0.3, since: start)
         task.cancel()
-        try await RenderCancellationTests.expectEncodeStopped(await task.result)
+        try await RenderCancellationTests.expectEncodeStopped(task)
     }
 
     @Test("a thread that ends a job runs the next waiting one itself")

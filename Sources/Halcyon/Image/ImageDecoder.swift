@@ -27,7 +27,7 @@ public enum ImageDecoder {
     static func decode(_ opened: OpenedImage, options: ImageDecodingOptions, engines: ImageEngines) throws(HalcyonError) -> Image {
         let data = opened.data
         let (buffer, format, allFrames, header) = (opened.buffer, opened.format, opened.allFrames, opened.header)
-        let (frameHeight, frameCount) = (opened.height, opened.frameCount)
+        let frameCount = opened.frameCount
 
         let delays = frameDelays(header.frameDelaysInMilliseconds.map { TimeInterval($0) / 1000 }, count: frameCount)
         let loop = header.loopCount
