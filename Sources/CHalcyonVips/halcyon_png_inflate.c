@@ -24,6 +24,7 @@
  * 533); with three literals and 16-byte copies, 0.85 of the time before.
  */
 #include "halcyon_png_inflate.h"
+#include "halcyon_png_bits.h"
 
 #include <isa-l/igzip_lib.h>
 #include <stdint.h>
@@ -36,81 +37,6 @@
 #define HC_WINDOW 32768u
 #define HC_CHUNK (256u << 10)
 #define HC_SLACK 320u
-
-/* MARK: - Bits across IDAT chunks */
-
-/* The stream's bits, least significant first, read from the IDAT chunks of the file in turn. */
-typedef struct {
-    hc_png_reader chunks;     /* at the chunk after the current one */
-    const unsigned char *in;  /* the current chunk's unread bytes */
-    size_t avail;
-    uint64_t bits;
-    int count;                /* bits in the buffer, the padding included */
-    int padded;               /* zero bits put in past the last IDAT; more than `count` once the reads ran past it */
-} hc_bits;
-
-/* Whether the reads went past the stream's last byte. */
-static inline int hc_bits_overran(const hc_bits *b) { return b->count < b->padded; }
-
-/* Moves to the next chunk when it is an IDAT that fits the file with a right CRC; 0 when there is none, the
- * reader then left where it was. */
-static int hc_bits_next_chunk(hc_bits *b) {
-    hc_png_reader ahead = b->chunks;
-    hc_png_chunk chunk;
-    if (hc_png_next_chunk(&ahead, &chunk) != 0 || chunk.type != HC_PNG_TYPE('I', 'D', 'A', 'T')) {
-        return 0;
-    }
-    b->chunks = ahead;
-    b->in = chunk.body;
-    b->avail = chunk.length;
-    return 1;
-}
-
-/* With 8 bytes left in the chunk, takes as many whole bytes as fit into `bits` (holding `count`, 56 or fewer) in
- * one load, and 1; else 0. The bits above `count` are then the next bytes of the chunk, which the next load puts
- * in again at the same place. */
-static inline int hc_bits_load(hc_bits *b, uint64_t *bits, int *count) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (b->avail >= 8) {
-        uint64_t word;
-        memcpy(&word, b->in, 8);
-        *bits |= word << *count;
-        size_t bytes = (size_t)(63 - *count) >> 3;
-        b->in += bytes;
-        b->avail -= bytes;
-        *count += (int)bytes * 8;
-        return 1;
-    }
-#endif
-    return 0;
-}
-
-/* Fills the buffer to at least 56 bits; past the last IDAT, with zero bytes counted in `padded`. */
-static void hc_bits_fill(hc_bits *b) {
-    if (b->count <= 56 && hc_bits_load(b, &b->bits, &b->count)) {
-        return;
-    }
-    while (b->count <= 56) {
-        if (b->avail == 0) {
-            /* The next chunk, which may be empty too; or a zero byte. */
-            if (!hc_bits_next_chunk(b)) {
-                b->padded += 8;
-                b->count += 8;
-            }
-            continue;
-        }
-        b->bits |= (uint64_t)*b->in++ << b->count;
-        b->avail--;
-        b->count += 8;
-    }
-}
-
-static inline uint32_t hc_bits_take(hc_bits *b, int n) {
-    uint32_t value = (uint32_t)(b->bits & ((1ull << n) - 1));
-    b->bits >>= n;
-    b->count -= n;
-    return value;
-}
 
 /* MARK: - Huffman codes */
 
@@ -476,6 +402,21 @@ static inline uint32_t hc_entry_value(uint32_t entry, uint64_t bits) {
     return (entry >> 16) + (uint32_t)((bits >> (entry & 15)) & ((1u << (entry >> 4 & 15)) - 1));
 }
 
+/* Writes the literal of `entry` and up to two more that follow it in `bits` (holding 48 or more), as their codes are
+ * in the table (11 bits or fewer each); the buffer's slack takes the two bytes past the limit. A literal's entry has
+ * no extra bits: its low six bits are its code's length. Returns the buffer's new end. */
+static inline size_t hc_inflate_literals(const uint32_t *literals, uint32_t entry, unsigned char *buffer, size_t end,
+                                         uint64_t *bits, int *count) {
+    int literal = 0;
+    do {
+        buffer[end++] = (unsigned char)(entry >> 16);
+        *bits >>= entry & 63;
+        *count -= (int)(entry & 63);
+        entry = literals[*bits & ((1u << HC_FAST_BITS) - 1)];
+    } while (++literal < 3 && (entry & HC_ENTRY_LITERAL));
+    return end;
+}
+
 /* Inflates a Huffman-coded block's symbols until the buffer holds `limit` bytes or the block ends; -1 on a
  * refusal. The bits and the buffer's end are in locals; the struct's are set around hc_inflate_symbol. */
 static int hc_inflate_codes(hc_inflater *d, size_t limit) {
@@ -495,16 +436,7 @@ static int hc_inflate_codes(hc_inflater *d, size_t limit) {
         }
         uint32_t entry = literals[bits & mask];
         if (entry & HC_ENTRY_LITERAL) {
-            /* Up to three literals in a row, as their codes are in the table (11 bits or fewer each); the buffer's
-             * slack takes the two bytes past the limit. A literal's entry has no extra bits: its low six bits are
-             * its code's length. */
-            int literal = 0;
-            do {
-                buffer[end++] = (unsigned char)(entry >> 16);
-                bits >>= entry & 63;
-                count -= (int)(entry & 63);
-                entry = literals[bits & mask];
-            } while (++literal < 3 && (entry & HC_ENTRY_LITERAL));
+            end = hc_inflate_literals(literals, entry, buffer, end, &bits, &count);
             continue;
         }
         if (entry & HC_ENTRY_PAIR) {
