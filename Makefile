@@ -44,7 +44,7 @@ test: test-deps
 	$(SWIFT) test --skip-build --no-parallel --filter '$(TIMED_SUITES)'
 
 ## test-asan: the image engine and cache tests under AddressSanitizer + LeakSanitizer (own build folder).
-ASAN_SUITES := RenderCancellationTests|FastReduceTests|ExactDownsamplingTests|PNGShrinkLoaderTests|PNGInflateAgreementTests|PNGInflateLongStreamTests|PNGCommentKeyTests|PNGDeflateEncoderTests|JPEGInlineEncoderTests|WebPAVIFInlineEncoderTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
+ASAN_SUITES := RenderCancellationTests|FastReduceTests|ExactDownsamplingTests|PNGShrinkLoaderTests|PNGInflateAgreementTests|PNGInflateLongStreamTests|PNGCommentKeyTests|PNGDeflateEncoderTests|JPEGInlineEncoderTests|WebPAVIFInlineEncoderTests|WebPScalingLoaderTests|ImageFormatTests|ImageDecoderTests|\.ImageTests|ProcessorTests|ProcessorCompositionTests|ProcessorChainParserTests|SerializerTests|ImageConcurrencyTests|ImageModifierTests|ConformanceTests|MemoryStorageTests|DiskStorageTests|ImageCacheTests|EffectProcessorTests|BlurHashTests
 test-asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan-suppressions.txt $(SWIFT) test --disable-xctest --no-parallel --sanitize=address --scratch-path .build/asan --filter '$(ASAN_SUITES)'
 

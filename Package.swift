@@ -66,7 +66,7 @@ let package = Package(
             pkgConfig: "libheif",
             providers: [.apt(["libheif-dev"])]
         ),
-        // libwebp and libwebpmux (which libvips-dev brings): the WebP encoder on the calling thread (halcyon_webpsave.c).
+        // libwebp and libwebpmux (which libvips-dev brings): the WebP encoder and scaling loader on the calling thread.
         .systemLibrary(
             name: "CWebP",
             pkgConfig: "libwebpmux",

@@ -28,6 +28,7 @@
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
+#include "halcyon_loaders.h"
 #include "halcyon_png_inflate.h"
 
 #include <stdint.h>
@@ -279,8 +280,7 @@ static int hc_png_decode_rows(const hc_png_header *header, hc_png_buffers *buffe
     return hc_inflate_finish(buffers->inflater) == 0 ? 0 : 1;
 }
 
-/* Sets on `a` (the loader's image) each metadata field of `image` (libvips' header) that `a` has no field of that name
- * for: every field but the built-in ones (size, format, resolution, file name), which the loader's image has already. */
+/* vips_image_map's callback for hc_copy_header_fields: sets the field on `a` when `a` has none of that name. */
 static void *hc_png_copy_field(VipsImage *image, const char *name, GValue *value, void *a) {
     (void)image;
     VipsImage *to = a;
@@ -289,6 +289,8 @@ static void *hc_png_copy_field(VipsImage *image, const char *name, GValue *value
     }
     return NULL;
 }
+
+void hc_copy_header_fields(VipsImage *header, VipsImage *to) { vips_image_map(header, hc_png_copy_field, to); }
 
 /* Decodes into a new memory image of the shrunk size, with libvips' metadata from `libvips_header`; the result codes
  * of hc_png_load_shrunk. */
@@ -329,7 +331,7 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
         }
         return result;
     }
-    vips_image_map(libvips_header, hc_png_copy_field, image);
+    hc_copy_header_fields(libvips_header, image);
     *out = image;
     return 0;
 }

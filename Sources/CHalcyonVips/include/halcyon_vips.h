@@ -84,6 +84,21 @@ int hc_png_load_shrunk_takes(const void *buffer, size_t length, int shrink);
 int hc_png_load_shrunk(const void *buffer, size_t length, int shrink, VipsImage *libvips_header, VipsImage **out);
 /** How many PNGs hc_png_load_shrunk decoded on the calling thread (for tests). */
 unsigned long hc_png_fast_count(void);
+/* The scaling WebP loader (halcyon_webpload.c); Swift chooses it or libvips' loader (ImageEngines). */
+/** 1 when the scaling loader takes the WebP in `buffer` by its header: a still image (lossy or lossless, with or
+ *  without alpha) whose features libwebp reads; else 0. Damage past the header is for the loader to find. */
+int hc_webp_load_scaled_takes(const void *buffer, size_t length);
+/** Decodes a WebP hc_webp_load_scaled_takes took with libwebp on the calling thread, scaled by libwebp's rescaler to
+ *  width x height (at most the stored size): 0 and a new 8-bit sRGB image in memory, 3 bands or 4 with alpha, with
+ *  the metadata and resolution of `libvips_header` (libvips' header read of the same bytes, not changed); 1 for a
+ *  WebP outside that set, one libwebp refuses or that ends early, or of another size than `libvips_header`, with no
+ *  error set: the caller decodes it with libvips' loader, which reports the damage; -1 with libvips' error set when
+ *  the current RenderCancellation flag is raised ("cancelled", looked at every 64 KiB of the stream) or libvips
+ *  could not take the result. */
+int hc_webp_load_scaled(const void *buffer, size_t length, int width, int height, VipsImage *libvips_header,
+                        VipsImage **out);
+/** How many WebPs hc_webp_load_scaled decoded on the calling thread (for tests). */
+unsigned long hc_webp_load_count(void);
 /** Renders `in` into a memory buffer through libvips' thread pool, stopping when the current RenderCancellation
  *  flag is raised; an image whose pixels are in a buffer already comes back itself, with one more reference. */
 int hc_copy_memory(VipsImage *in, VipsImage **out);

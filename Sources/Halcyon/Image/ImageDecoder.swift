@@ -56,7 +56,8 @@ public enum ImageDecoder {
     ///
     /// A still JPEG (grey or RGB) or plain PNG is shrunk by its loader; in the exact mode the fixed-point
     /// Lanczos reduce then takes it to the target, the work `vips_thumbnail` does with libvips' own
-    /// resampler. Everything else, and animations, go through `vips_thumbnail`.
+    /// resampler. A still WebP is scaled to the target by libwebp while it decodes, as `vips_thumbnail` has it
+    /// scaled. Everything else, and animations, go through `vips_thumbnail`.
     private static func downsampled(
         _ opened: OpenedImage, to pixels: Int, options: ImageDecodingOptions, engines: ImageEngines, scale: CGFloat,
         delays: [TimeInterval]
@@ -68,8 +69,8 @@ public enum ImageDecoder {
         if frameCount == 1, !exact || format != .jpeg || header.bands != 4,
            let shrunk = try shrunkByLoader(opened, sides: sides, atLeast: pixels, strictness: options.strictness, engines: engines) {
             let upright = opened.isSideways ? (width: opened.height, height: opened.width) : (width: opened.width, height: opened.height)
-            let image = exact ? try fitted(shrunk.image, upright: upright, longerSide: pixels, engines: engines) : shrunk.image
-            let unchanged = shrunk.factor == 1 && image.width == shrunk.image.width && image.height == shrunk.image.height
+            let image = exact ? try fitted(shrunk, upright: upright, longerSide: pixels, engines: engines) : shrunk
+            let unchanged = image.width == upright.width && image.height == upright.height
             return Image(vips: image, frameHeight: image.height, frameCount: 1, scale: scale, originalFormat: format,
                          frameDelays: [], loopCount: loop, sourceFingerprint: unchanged ? DataFingerprint(data) : nil)
         }
@@ -92,11 +93,7 @@ public enum ImageDecoder {
     private static func fitted(
         _ image: VipsImageRef, upright: (width: Int, height: Int), longerSide pixels: Int, engines: ImageEngines
     ) throws(HalcyonError) -> VipsImageRef {
-        let longer = max(upright.width, upright.height)
-        guard longer > pixels else { return image }
-        let factor = Double(pixels) / Double(longer)
-        let width = max(1, Int((Double(upright.width) * factor).rounded()))
-        let height = max(1, Int((Double(upright.height) * factor).rounded()))
+        let (width, height) = fittedSize(upright, longerSide: pixels)
         guard width != image.width || height != image.height else { return image }
         return try image.resized(horizontal: Double(width) / Double(image.width), vertical: Double(height) / Double(image.height),
                                  engines: engines).materialized()
@@ -206,14 +203,23 @@ public enum ImageDecoder {
         }
     }
 
-    /// The loader's own shrink of a still image to `pixels` or more on its longer side, and the factor: libjpeg's
-    /// 1/2, 1/4 or 1/8 for a JPEG, whole-pixel boxes for a plain PNG (when `engines` picks Halcyon's PNG loader); nil
-    /// for any other image, left to `vips_thumbnail`.
-    /// No factor is larger than the shorter side, so neither side of the result falls below one pixel.
+    /// `size` fitted in a box of `pixels` a side: the longer side `pixels`, the shorter in proportion (as
+    /// `vips_thumbnail` sizes it) and at least one pixel; `size` itself when it fits already.
+    static func fittedSize(_ size: (width: Int, height: Int), longerSide pixels: Int) -> (width: Int, height: Int) {
+        let longer = max(size.width, size.height)
+        guard longer > pixels else { return size }
+        let factor = Double(pixels) / Double(longer)
+        return (max(1, Int((Double(size.width) * factor).rounded())), max(1, Int((Double(size.height) * factor).rounded())))
+    }
+
+    /// The loader's own shrink of a still image to `pixels` or more on its longer side: libjpeg's 1/2, 1/4 or 1/8 for
+    /// a JPEG, whole-pixel boxes for a plain PNG (when `engines` picks Halcyon's PNG loader), libwebp's scaling to the
+    /// fitted size for a WebP (when `engines` picks Halcyon's WebP loader); nil for any other image, left to
+    /// `vips_thumbnail`. No factor is larger than the shorter side, so neither side of the result falls below one pixel.
     private static func shrunkByLoader(
         _ opened: OpenedImage, sides: (longer: Int, shorter: Int), atLeast pixels: Int, strictness: DecodingStrictness,
         engines: ImageEngines
-    ) throws(HalcyonError) -> (image: VipsImageRef, factor: Int)? {
+    ) throws(HalcyonError) -> VipsImageRef? {
         let (buffer, format) = (opened.buffer, opened.format)
         switch format {
         case .jpeg:
@@ -221,13 +227,17 @@ public enum ImageDecoder {
             let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) -> VipsImageRef in
                 try stillImage(loadJPEG(buffer, shrink: shrink, strictness: strictness), header: opened.header)
             }
-            return (decoded, shrink)
+            return decoded
         case .png:
             let shrink = min(pngShrink(longerSide: sides.longer, atLeast: pixels), max(1, sides.shorter))
-            let decoded = try wrapDecodeFailure(format) { () throws(HalcyonError) in
+            return try wrapDecodeFailure(format) { () throws(HalcyonError) in
                 try loadPNG(buffer, header: opened.header, shrink: shrink, engines: engines)
             }
-            return decoded.map { ($0, shrink) }
+        case .webp:
+            let size = fittedSize((opened.width, opened.height), longerSide: pixels)
+            return try wrapDecodeFailure(format) { () throws(HalcyonError) in
+                try loadWebP(buffer, header: opened.header, size: size, engines: engines)
+            }
         default:
             return nil
         }
@@ -244,6 +254,32 @@ public enum ImageDecoder {
         let status = withExtendedLifetime(header) {
             hc_png_load_shrunk(buffer.bytes.baseAddress, buffer.count, Int32(shrink), header.pointer, &output)
         }
+        return try uprightLoaded(status: status, output)
+    }
+
+    /// Decodes a still WebP scaled by libwebp to `size` (as stored, before EXIF orientation; at most the stored size)
+    /// on this thread, as 8-bit sRGB in memory, upright by its EXIF orientation, with the metadata and resolution of
+    /// libvips' `header` read of the same bytes, when `engines` picks Halcyon's loader for it
+    /// (``ImageEngines/webpLoadEngine(for:)``); nil for an animated or damaged WebP, or when the setting says
+    /// libvips: the caller then decodes it with libvips.
+    static func loadWebP(
+        _ buffer: EncodedBuffer, header: VipsImageRef, size: (width: Int, height: Int), engines: ImageEngines
+    ) throws(HalcyonError) -> VipsImageRef? {
+        guard engines.webpLoadEngine(for: buffer) == .halcyon,
+              let width = Int32(exactly: size.width), let height = Int32(exactly: size.height) else { return nil }
+        var output: UnsafeMutablePointer<VipsImage>?
+        let status = withExtendedLifetime(header) {
+            hc_webp_load_scaled(buffer.bytes.baseAddress, buffer.count, width, height, header.pointer, &output)
+        }
+        return try uprightLoaded(status: status, output)
+    }
+
+    /// How many WebPs the scaling loader decoded on the calling thread (for tests).
+    static var scalingWebPLoads: Int { Int(hc_webp_load_count()) }
+
+    /// The result of one of Halcyon's loaders (0: `output`; 1: left to libvips; -1: failed with libvips' error set)
+    /// as an 8-bit sRGB image upright by its EXIF orientation; nil when left to libvips.
+    private static func uprightLoaded(status: Int32, _ output: UnsafeMutablePointer<VipsImage>?) throws(HalcyonError) -> VipsImageRef? {
         guard status == 0, let output else {
             if let output { hc_unref(output) }
             guard status < 0 else { return nil }

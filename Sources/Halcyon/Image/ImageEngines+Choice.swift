@@ -55,4 +55,13 @@ extension ImageEngines {
         }
         return takes ? .halcyon : .libvips
     }
+
+    /// The loader that scales the WebP in `buffer` while it decodes: Halcyon's when the setting allows it and
+    /// `hc_webp_load_scaled_takes` takes the file by its header (a still image); else libvips' thumbnail. A file that
+    /// proves damaged while Halcyon's loader decodes it goes to libvips too (the loader's result 1).
+    func webpLoadEngine(for buffer: EncodedBuffer) -> ImageEngine {
+        guard webpLoad == .halcyon else { return .libvips }
+        let takes = withExtendedLifetime(buffer) { hc_webp_load_scaled_takes(buffer.bytes.baseAddress, buffer.count) == 1 }
+        return takes ? .halcyon : .libvips
+    }
 }
