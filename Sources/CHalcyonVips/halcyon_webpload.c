@@ -2,11 +2,11 @@
  * A WebP loader for a still image that libwebp scales while it decodes, on the calling thread.
  *
  * libvips 8.14's loader, which vips_thumbnail uses with the same scale, has libwebp decode with its filtering
- * thread (`use_threads`) into a premultiplied RGBA frame that it then copies out; measured on 12 photographs of
- * 2560x1600 scaled to 512 pixels, that took 42-47 ms of CPU an image where libwebp alone, on one thread, took
- * 34-36 ms. Here libwebp writes the scaled rows straight into the result's memory, as RGB, or as RGBA (not
- * premultiplied, as libvips gives it) when the image has alpha. The scaling is libwebp's own rescaler, the one
- * libvips' loader asks for, so the pixels are the same.
+ * thread (`use_threads`) into an RGBA frame, alpha or not, which it then copies out a row at a time; measured on 12
+ * photographs of 2560x1600 scaled to 512 pixels, that took 42-47 ms of CPU an image where libwebp alone, on one
+ * thread, took 34-36 ms. Here libwebp writes the scaled rows straight into the result's memory, as RGB, or as RGBA
+ * (not premultiplied, as libvips gives it) when the image has alpha. The scaling is libwebp's own rescaler, the one
+ * libvips' loader asks for.
  *
  * The stream is handed to libwebp's incremental decoder 64 KiB at a time, and the current RenderCancellation flag
  * is looked at between the steps. A stream libwebp refuses or does not finish (damaged, truncated, animated) is
