@@ -187,14 +187,20 @@ struct PNGShrinkLoaderTests {
     func cancelStops() throws {
         let (width, height) = (900, 700)
         let png = PNGFile.make(pixels: Self.samples(width: width, height: height, bands: 3), width: width, height: height, bands: 3)
+        Self.expectCancelStops(png, loads: { ImageDecoder.shrinkingPNGLoads })
+    }
+
+    /// Expects loader-only downsampling of `data` to 100 pixels, under a RenderCancellation raised before it starts, to
+    /// fail with "cancelled" from the decode itself, with no load counted by `loads` (a loader's count on this thread).
+    static func expectCancelStops(_ data: Data, loads: () -> Int, sourceLocation: SourceLocation = #_sourceLocation) {
         let cancellation = RenderCancellation()
-        let before = ImageDecoder.shrinkingPNGLoads
+        let before = loads()
         let failure = Locked<HalcyonError?>(nil)
-        #expect(throws: HalcyonError.self) {
+        #expect(throws: HalcyonError.self, sourceLocation: sourceLocation) {
             try cancellation.run { () throws(HalcyonError) -> Int in
                 cancellation.cancel()
                 do throws(HalcyonError) {
-                    return try ImageDecoder.decode(png, options: Self.loaderOnly(100)).width
+                    return try ImageDecoder.decode(data, options: loaderOnly(100)).width
                 } catch {
                     failure.withLock { $0 = error }
                     throw error
@@ -202,8 +208,8 @@ struct PNGShrinkLoaderTests {
             }
         }
         let reason = failure.withLock { $0 }.map { "\($0)" } ?? "nothing"
-        #expect(reason.contains("cancelled"), "the decode itself stopped: \(reason)")
-        #expect(ImageDecoder.shrinkingPNGLoads == before)
+        #expect(reason.contains("cancelled"), "the decode itself stopped: \(reason)", sourceLocation: sourceLocation)
+        #expect(loads() == before, sourceLocation: sourceLocation)
     }
 
     /// The error's case and, for a processor error, its reason's case. Not the message: libvips keeps one error

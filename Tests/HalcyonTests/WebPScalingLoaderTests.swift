@@ -118,22 +118,6 @@ struct WebPScalingLoaderTests {
     func cancelStops() throws {
         let data = try Self.webp(width: 1500, height: 1200, bands: 3)
         #expect(data.count > 128 << 10, "a stream of more than two steps: \(data.count) bytes")
-        let cancellation = RenderCancellation()
-        let before = ImageDecoder.scalingWebPLoads
-        let failure = Locked<HalcyonError?>(nil)
-        #expect(throws: HalcyonError.self) {
-            try cancellation.run { () throws(HalcyonError) -> Int in
-                cancellation.cancel()
-                do throws(HalcyonError) {
-                    return try ImageDecoder.decode(data, options: PNGShrinkLoaderTests.loaderOnly(100)).width
-                } catch {
-                    failure.withLock { $0 = error }
-                    throw error
-                }
-            }
-        }
-        let reason = failure.withLock { $0 }.map { "\($0)" } ?? "nothing"
-        #expect(reason.contains("cancelled"), "the decode itself stopped: \(reason)")
-        #expect(ImageDecoder.scalingWebPLoads == before)
+        PNGShrinkLoaderTests.expectCancelStops(data, loads: { ImageDecoder.scalingWebPLoads })
     }
 }
