@@ -6,7 +6,8 @@
  * photographs of 2560x1600 scaled to 512 pixels, that took 42-47 ms of CPU an image where libwebp alone, on one
  * thread, took 34-36 ms. Here libwebp writes the scaled rows straight into the result's memory, as RGB, or as RGBA
  * (not premultiplied, as libvips gives it) when the image has alpha. The scaling is libwebp's own rescaler, the one
- * libvips' loader asks for.
+ * libvips' loader asks for, to the same size: the pixels are libvips', byte for byte (the twelve photographs, and
+ * the tests' images but one whose side libvips' loader rounds to 0).
  *
  * The stream is handed to libwebp's incremental decoder 64 KiB at a time, and the current RenderCancellation flag
  * is looked at between the steps. A stream libwebp refuses or does not finish (damaged, truncated, animated) is

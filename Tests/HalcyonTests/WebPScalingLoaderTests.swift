@@ -37,15 +37,18 @@ struct WebPScalingLoaderTests {
         return (image, ImageDecoder.scalingWebPLoads > before)
     }
 
-    @Test("a still WebP takes the loader in either mode: vips_thumbnail's size and its picture", arguments: [
-        (width: 1600, height: 1000, bands: 3, lossless: false, side: 300),
-        (width: 1001, height: 1999, bands: 4, lossless: false, side: 250),
-        (width: 640, height: 480, bands: 3, lossless: true, side: 100),
-        (width: 643, height: 401, bands: 4, lossless: true, side: 97),
-        (width: 7, height: 900, bands: 3, lossless: false, side: 50),
-        (width: 300, height: 200, bands: 3, lossless: false, side: 500),
+    /// libwebp scales to the fitted size in one step as libvips' loader has it do, so the pixels are the same, byte for
+    /// byte; but where libvips' loader rounds a side to 0 (7 pixels by 1/18), vips_thumbnail loads at another scale and
+    /// resizes after, and only the picture is close.
+    @Test("a still WebP takes the loader in either mode: vips_thumbnail's size and its pixels", arguments: [
+        (width: 1600, height: 1000, bands: 3, lossless: false, side: 300, same: true),
+        (width: 1001, height: 1999, bands: 4, lossless: false, side: 250, same: true),
+        (width: 640, height: 480, bands: 3, lossless: true, side: 100, same: true),
+        (width: 643, height: 401, bands: 4, lossless: true, side: 97, same: true),
+        (width: 7, height: 900, bands: 3, lossless: false, side: 50, same: false),
+        (width: 300, height: 200, bands: 3, lossless: false, side: 500, same: true),
     ])
-    func agreesWithLibvips(width: Int, height: Int, bands: Int, lossless: Bool, side: Int) throws {
+    func agreesWithLibvips(width: Int, height: Int, bands: Int, lossless: Bool, side: Int, same: Bool) throws {
         let data = try Self.webp(width: width, height: height, bands: bands, lossless: lossless)
         let reference = try ExactDownsamplingTests.thumbnail(data, pixels: side)
         for mode in [DownsamplingMode.exact, .loaderOnly] {
@@ -56,8 +59,12 @@ struct WebPScalingLoaderTests {
                     libvips.height == mine.height,
                     "\(mode): \(mine.width)x\(mine.height), libvips \(libvips.width)x\(libvips.height), vips_thumbnail \(reference.width)x\(reference.height)")
             #expect(mine.vips.bands == bands && libvips.vips.bands == bands, "\(mode): \(mine.vips.bands) bands")
-            let quality = try FastReduceTests.psnr(mine.vips, libvips.vips, bands: bands)
-            #expect(quality >= 45, "\(mode): PSNR \(quality) dB against libvips' loader")
+            if same {
+                #expect(try mine.vips.pixelBytes() == libvips.vips.pixelBytes(), "\(mode): libvips' loader's pixels")
+            } else {
+                let quality = try FastReduceTests.psnr(mine.vips, libvips.vips, bands: bands)
+                #expect(quality >= 45, "\(mode): PSNR \(quality) dB against libvips' loader")
+            }
         }
     }
 
@@ -71,8 +78,7 @@ struct WebPScalingLoaderTests {
         let sideways = orientation >= 5
         #expect(mine.width == (sideways ? 100 : 150) && mine.height == (sideways ? 150 : 100), "\(mine.width)x\(mine.height)")
         #expect(libvips.width == mine.width && libvips.height == mine.height)
-        let quality = try FastReduceTests.psnr(mine.vips, libvips.vips, bands: 3)
-        #expect(quality >= 45, "PSNR \(quality) dB against libvips' loader")
+        #expect(try mine.vips.pixelBytes() == libvips.vips.pixelBytes(), "libvips' loader's pixels")
         let (fields, libvipsFields) = (PNGLoaderMetadataTests.fields(mine.vips), PNGLoaderMetadataTests.fields(libvips.vips))
         #expect(fields["icc-profile-data"] == Data(profile).base64EncodedString(), "the profile: \(fields.keys.sorted())")
         #expect(fields["icc-profile-data"] == libvipsFields["icc-profile-data"])
