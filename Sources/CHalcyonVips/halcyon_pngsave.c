@@ -12,8 +12,9 @@
  * compressed straight into the file, so the peak is the rendered pixels, then
  * the filtered rows and the file. Any other image, or a level outside zlib's
  * 0-9, is refused with an error before anything is rendered. The pixels are
- * rendered through the cancellation guard, and the flag is looked at again
- * before compressing.
+ * rendered on the calling thread in strips (hc_decode_to_memory, as the WebP
+ * encoder renders them), the cancellation flag looked at before each, and
+ * again before compressing.
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
@@ -152,15 +153,16 @@ int hc_png_save_fast(VipsImage *in, int level, void **buffer, size_t *length) {
         vips_error("halcyon", "%s", "the libdeflate PNG encoder takes plain 8-bit images of at most 16 MiB, levels 0-9");
         return -1;
     }
-    size_t size = 0;
-    unsigned char *pixels = hc_write_to_memory(in, &size);
-    if (pixels == NULL) {
+    VipsImage *rendered = NULL;
+    if (hc_decode_to_memory(in, &rendered) != 0) {
         return -1;
     }
     const int bands = in->Bands, height = in->Ysize;
     const size_t rowbytes = (size_t)in->Xsize * bands, raw = (rowbytes + 1) * (size_t)height;
-    unsigned char *filtered = size == rowbytes * (size_t)height ? hc_pngsave_filter(pixels, rowbytes, height, bands) : NULL;
-    g_free(pixels);
+    unsigned char *filtered = VIPS_IMAGE_SIZEOF_IMAGE(rendered) == rowbytes * (size_t)height
+                                  ? hc_pngsave_filter(VIPS_IMAGE_ADDR(rendered, 0, 0), rowbytes, height, bands)
+                                  : NULL;
+    g_object_unref(rendered);
     if (hc_cancel_current_triggered()) {
         free(filtered);
         vips_error("halcyon", "%s", "cancelled");
