@@ -6,8 +6,10 @@ public enum DownsamplingMode: Sendable, Hashable {
     /// A still JPEG (grey or RGB) is decoded by libjpeg at the largest 1/2,
     /// 1/4 or 1/8 that keeps the longer side at the target or more, a plain
     /// PNG is box-averaged while it inflates (as in ``loaderOnly``); either is
-    /// then reduced to the target by Halcyon's fixed-point Lanczos-3. Other
-    /// images, CMYK JPEGs and animations go through libvips' `vips_thumbnail`.
+    /// then reduced to the target by Halcyon's fixed-point Lanczos-3. A still
+    /// WebP is scaled to the target by libwebp while it decodes, on the calling
+    /// thread (libvips' pixels, byte for byte). Other images, CMYK JPEGs and
+    /// animations go through libvips' `vips_thumbnail`.
     case exact
     /// Only the loader's own shrink, for a caller that resizes again anyway
     /// (imgproxy and thumbor do the same); no resampling follows.
@@ -19,6 +21,6 @@ public enum DownsamplingMode: Sendable, Hashable {
     /// EXIF and text are kept as libvips reads them) is averaged in boxes of a whole number of pixels while it
     /// inflates, the largest that keeps the longer side at twice the target or
     /// more: between twice and four times the target (or the full size).
-    /// Other images behave as ``exact``.
+    /// A still WebP and other images behave as ``exact``.
     case loaderOnly
 }
