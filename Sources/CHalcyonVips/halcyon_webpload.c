@@ -41,21 +41,17 @@ static int hc_webp_decode_steps(const uint8_t *data, size_t length, WebPDecoderC
     }
     VP8StatusCode status = VP8_STATUS_SUSPENDED;
     size_t given = 0;
-    int result = 1;
     while (status == VP8_STATUS_SUSPENDED && given < length) {
         if (hc_cancel_current_triggered()) {
+            WebPIDelete(decoder);
             vips_error("halcyon", "%s", "cancelled");
-            result = -1;
-            break;
+            return -1;
         }
         given = length - given > HC_WEBP_STEP_BYTES ? given + HC_WEBP_STEP_BYTES : length;
         status = WebPIUpdate(decoder, data, given);
     }
-    if (result != -1) {
-        result = status == VP8_STATUS_OK ? 0 : 1;
-    }
     WebPIDelete(decoder);
-    return result;
+    return status == VP8_STATUS_OK ? 0 : 1;
 }
 
 int hc_webp_load_scaled(const void *buffer, size_t length, int width, int height, VipsImage *libvips_header,
