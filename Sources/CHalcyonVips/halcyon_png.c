@@ -2,12 +2,11 @@
  * A PNG loader for the common photographic case that shrinks while it
  * inflates: 8-bit greyscale or RGB, not interlaced, no transparency. Its own
  * inflater (halcyon_png_inflate.c, about 0.8 times zlib's time on photographs)
- * fills a band of at most 32 rows at a time; each row is unfiltered against
- * the one above and summed into a box of `shrink` × `shrink` source pixels,
- * and each finished row of boxes is written out as their rounded mean. Memory
- * beyond the result is the band (at most 4 MiB unless one row is larger), the
- * inflater's 300 KiB, one row and, when shrinking, a row of 32-bit column
- * sums. Boxes on the right and
+ * gives one row at a time; each row is unfiltered against the one above and
+ * summed into a box of `shrink` × `shrink` source pixels, and each finished
+ * row of boxes is written out as their rounded mean. Memory beyond the result
+ * is the inflater's 300 KiB, three rows and, when shrinking, a row of 32-bit
+ * column sums. Boxes on the right and
  * bottom edges hold fewer pixels when the size is not a multiple of `shrink`:
  * the result is ceil(width / shrink) × ceil(height / shrink).
  *
@@ -24,7 +23,7 @@
  * metadata (colour profile, EXIF and the orientation libvips reads from it,
  * text, XMP) and resolution are those of libvips' own header read of the same
  * file, which the caller passes in, so they are libvips' by construction. The
- * current RenderCancellation flag is looked at before each band.
+ * current RenderCancellation flag is looked at before each row.
  */
 #include "halcyon_vips.h"
 #include "halcyon_cancel.h"
@@ -35,8 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HC_PNG_BAND_ROWS 32
-#define HC_PNG_BAND_BYTES (4u << 20)
 #define HC_PNG_MAX_SHRINK 1024
 
 /* Per thread: a test on one thread counts its own decodes, whatever runs beside it. */
@@ -167,9 +164,43 @@ typedef struct {
     unsigned char *line;
 } hc_png_sink;
 
+/* The mean of a box is (sum + count / 2) / count, computed as ((sum + count / 2) * hc_png_reciprocal(count)) >> 50
+ * without a divide. Exact for every count up to HC_PNG_MAX_SHRINK² (2^20): with n = sum + count / 2 < 256 * count and
+ * m = ceil(2^50 / count), n * m / 2^50 exceeds n / count by less than n / 2^50 < 256 * count / 2^50 < 1 / count, too
+ * little to reach the next whole number, and n * m < 2^59 does not overflow. */
+#define HC_PNG_MEAN_SHIFT 50
+
+static inline uint64_t hc_png_reciprocal(uint32_t count) { return ((1ull << HC_PNG_MEAN_SHIFT) + count - 1) / count; }
+
+static inline unsigned char hc_png_mean(uint32_t sum, uint32_t count, uint64_t reciprocal) {
+    return (unsigned char)(((uint64_t)(sum + count / 2) * reciprocal) >> HC_PNG_MEAN_SHIFT);
+}
+
+/* Writes the rounded means of one row of boxes into `line` from the column sums of `rows` rows; `bands` is a
+ * constant at each call, so the band loops unroll and the sums stay in registers. Only the last box can be narrower. */
+static inline __attribute__((always_inline)) void hc_png_box_means(const hc_png_sink *sink, const int bands) {
+    const int shrink = sink->shrink, full_boxes = sink->width / shrink;
+    const uint64_t full = hc_png_reciprocal((uint32_t)(shrink * sink->rows));
+    for (int ox = 0; ox < sink->out_width; ox++) {
+        const int columns = ox < full_boxes ? shrink : sink->width - full_boxes * shrink;
+        const uint32_t count = (uint32_t)(columns * sink->rows);
+        const uint64_t reciprocal = columns == shrink ? full : hc_png_reciprocal(count);
+        const uint32_t *sums = sink->sums + (size_t)ox * shrink * bands;
+        uint32_t box[4] = {0, 0, 0, 0};
+        for (int x = 0; x < columns; x++, sums += bands) {
+            for (int b = 0; b < bands; b++) {
+                box[b] += sums[b];
+            }
+        }
+        for (int b = 0; b < bands; b++) {
+            sink->line[(size_t)ox * bands + b] = hc_png_mean(box[b], count, reciprocal);
+        }
+    }
+}
+
 /* Adds one unfiltered source row (the last one when `last`) to the column sums; when `shrink` rows are in
- * (or at the last row), sums them across in boxes and writes a row of rounded means. The add is one pass
- * over the row that the compiler vectorizes; the boxes are summed once per row of output. */
+ * (or at the last row), writes the row of box means. The add is one pass over the row that the compiler
+ * vectorizes; the boxes are summed once per row of output. */
 static int hc_png_sink_row(hc_png_sink *sink, const unsigned char *row, int last) {
     if (sink->shrink == 1) {
         /* libvips copies the row; the cast only drops const. */
@@ -183,17 +214,10 @@ static int hc_png_sink_row(hc_png_sink *sink, const unsigned char *row, int last
     if (++sink->rows < sink->shrink && !last) {
         return 0;
     }
-    const int bands = sink->bands, shrink = sink->shrink;
-    for (int ox = 0; ox < sink->out_width; ox++) {
-        int x0 = ox * shrink, x1 = x0 + shrink < sink->width ? x0 + shrink : sink->width;
-        uint32_t count = (uint32_t)((x1 - x0) * sink->rows);
-        for (int b = 0; b < bands; b++) {
-            uint32_t sum = 0;
-            for (int x = x0; x < x1; x++) {
-                sum += sums[(size_t)x * bands + b];
-            }
-            sink->line[(size_t)ox * bands + b] = (unsigned char)((sum + count / 2) / count);
-        }
+    if (sink->bands == 1) {
+        hc_png_box_means(sink, 1);
+    } else {
+        hc_png_box_means(sink, 3); /* the header read takes greyscale or RGB only */
     }
     memset(sums, 0, rowbytes * sizeof(uint32_t));
     sink->rows = 0;
@@ -233,8 +257,8 @@ static int hc_png_zlib_header_ok(const hc_png_reader *reader, const hc_png_chunk
 /* The loader's working memory, apart from the result. */
 typedef struct {
     hc_inflater *inflater;
-    unsigned char *band;
-    unsigned char *previous;
+    unsigned char *rows;     /* two rows, with their filter bytes */
+    unsigned char *previous; /* zeros: the row above the first */
     uint32_t *sums;
     unsigned char *line;
 } hc_png_buffers;
@@ -243,39 +267,34 @@ static void hc_png_buffers_free(hc_png_buffers *buffers) {
     if (buffers->inflater != NULL) {
         hc_inflate_free(buffers->inflater);
     }
-    free(buffers->band);
+    free(buffers->rows);
     free(buffers->previous);
     free(buffers->sums);
     free(buffers->line);
 }
 
-/* Inflates, unfilters and shrinks every row into sink; 1 on damage, -1 when cancelled or when libvips could
- * not take a row (its error set). */
-static int hc_png_decode_rows(const hc_png_header *header, hc_png_buffers *buffers, uint32_t band_rows, hc_png_sink *sink) {
+/* Inflates, unfilters and shrinks every row into sink, one row at a time into the two rows of `rows` by turns (the
+ * row above stays where it was read), so a row is still in the nearest cache when it is summed; 1 on damage, -1 when
+ * cancelled or when libvips could not take a row (its error set). */
+static int hc_png_decode_rows(const hc_png_header *header, hc_png_buffers *buffers, hc_png_sink *sink) {
     const size_t rowbytes = (size_t)header->width * header->bands, stride = rowbytes + 1;
     const unsigned char *up = buffers->previous;
-    for (uint32_t y = 0; y < header->height;) {
+    for (uint32_t y = 0; y < header->height; y++) {
         if (hc_cancel_current_triggered()) {
             vips_error("halcyon", "%s", "cancelled");
             return -1;
         }
-        uint32_t rows = header->height - y < band_rows ? header->height - y : band_rows;
-        if (hc_inflate_read(buffers->inflater, buffers->band, rows * stride) != 0) {
+        unsigned char *row = buffers->rows + (y & 1) * stride;
+        if (hc_inflate_read(buffers->inflater, row, stride) != 0) {
             return 1;
         }
-        for (uint32_t r = 0; r < rows; r++) {
-            unsigned char *row = buffers->band + r * stride;
-            if (hc_png_unfilter(row + 1, up, rowbytes, header->bands, row[0]) != 0) {
-                return 1;
-            }
-            if (hc_png_sink_row(sink, row + 1, y + r + 1 == header->height) != 0) {
-                return -1;
-            }
-            up = row + 1;
+        if (hc_png_unfilter(row + 1, up, rowbytes, header->bands, row[0]) != 0) {
+            return 1;
         }
-        memcpy(buffers->previous, up, rowbytes);
-        up = buffers->previous;
-        y += rows;
+        if (hc_png_sink_row(sink, row + 1, y + 1 == header->height) != 0) {
+            return -1;
+        }
+        up = row + 1;
     }
     return hc_inflate_finish(buffers->inflater) == 0 ? 0 : 1;
 }
@@ -297,8 +316,6 @@ void hc_copy_header_fields(VipsImage *header, VipsImage *to) { vips_image_map(he
 static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, const hc_png_chunk *idat, int shrink,
                          VipsImage *libvips_header, VipsImage **out) {
     const size_t rowbytes = (size_t)header->width * header->bands, stride = rowbytes + 1;
-    size_t band_rows = HC_PNG_BAND_BYTES / stride;
-    band_rows = band_rows < 1 ? 1 : band_rows > HC_PNG_BAND_ROWS ? HC_PNG_BAND_ROWS : band_rows;
     const int out_width = (int)((header->width + (uint32_t)shrink - 1) / (uint32_t)shrink);
     const int out_height = (int)((header->height + (uint32_t)shrink - 1) / (uint32_t)shrink);
     uint32_t window = 0;
@@ -307,12 +324,12 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
     }
     hc_png_buffers buffers = {
         hc_inflate_new(reader, idat->body, idat->length, window),
-        malloc(band_rows * stride), calloc(rowbytes, 1), shrink > 1 ? calloc(rowbytes, sizeof(uint32_t)) : NULL,
+        malloc(2 * stride), calloc(rowbytes, 1), shrink > 1 ? calloc(rowbytes, sizeof(uint32_t)) : NULL,
         malloc((size_t)out_width * header->bands),
     };
     VipsImage *image = NULL;
     int result = 1;
-    if (buffers.inflater != NULL && buffers.band != NULL && buffers.previous != NULL && (shrink == 1 || buffers.sums != NULL) &&
+    if (buffers.inflater != NULL && buffers.rows != NULL && buffers.previous != NULL && (shrink == 1 || buffers.sums != NULL) &&
         buffers.line != NULL && (image = vips_image_new_memory()) != NULL) {
         vips_image_init_fields(image, out_width, out_height, header->bands, VIPS_FORMAT_UCHAR, VIPS_CODING_NONE,
                                header->bands == 3 ? VIPS_INTERPRETATION_sRGB : VIPS_INTERPRETATION_B_W,
@@ -321,7 +338,7 @@ static int hc_png_decode(hc_png_reader *reader, const hc_png_header *header, con
             result = -1;
         } else {
             hc_png_sink sink = {image, (int)header->width, header->bands, shrink, out_width, 0, 0, buffers.sums, buffers.line};
-            result = hc_png_decode_rows(header, &buffers, (uint32_t)band_rows, &sink);
+            result = hc_png_decode_rows(header, &buffers, &sink);
         }
     }
     hc_png_buffers_free(&buffers);

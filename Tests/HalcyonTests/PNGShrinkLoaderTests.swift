@@ -68,7 +68,7 @@ struct PNGShrinkLoaderTests {
         #expect(try image.rgbaPixels() == reference.rgbaPixels())
     }
 
-    @Test("a shrink averages boxes of whole pixels; the edge boxes are smaller", arguments: [(1, 3), (3, 2), (3, 3), (3, 5)])
+    @Test("a shrink averages boxes of whole pixels; the edge boxes are smaller", arguments: [(1, 3), (3, 2), (3, 3), (3, 5), (1, 37), (3, 150)])
     func boxShrink(bands: Int, shrink: Int) throws {
         let (width, height) = (301, 205)
         let png = PNGFile.make(pixels: Self.samples(width: width, height: height, bands: bands), width: width, height: height,
