@@ -273,9 +273,9 @@ static void hc_png_buffers_free(hc_png_buffers *buffers) {
     free(buffers->line);
 }
 
-/* Inflates, unfilters and shrinks every row into sink, one row at a time into the two rows of `rows` by turns (the
- * row above stays where it was read), so a row is still in the nearest cache when it is summed; 1 on damage, -1 when
- * cancelled or when libvips could not take a row (its error set). */
+/* Inflates, unfilters and shrinks every row into sink, one row at a time into the two rows of `rows` by turns, so the
+ * row above stays where it was read and no band of rows is held; 1 on damage, -1 when cancelled or when libvips could
+ * not take a row (its error set). */
 static int hc_png_decode_rows(const hc_png_header *header, hc_png_buffers *buffers, hc_png_sink *sink) {
     const size_t rowbytes = (size_t)header->width * header->bands, stride = rowbytes + 1;
     const unsigned char *up = buffers->previous;
